@@ -1,0 +1,176 @@
+"""`python -m gpushare`: the catalog, validators, tuning rule and capacity plan from a shell.
+
+Errors are `GpushareError`s: one line each on stderr, exit 1 (2 for usage and unreadable files),
+never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TextIO
+
+from gpushare import catalog, device_plugin_config, mig_parted
+from gpushare.errors import GpushareError
+from gpushare.plan import build_plan, capacity_json, capacity_table
+from gpushare.stack_config import load_stack_file, stack_file_name
+from gpushare.tuning import DEFAULT_CEILING, largest_process_mib, total_memory_mib, tune
+
+PROJECT_DIR = Path(__file__).resolve().parent.parent
+
+
+class _UsageError(GpushareError):
+    pass
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text()
+    except OSError as err:
+        raise _UsageError(f"cannot read: {err.strerror}", source=path) from None
+
+
+def cmd_catalog(args: argparse.Namespace, out: TextIO) -> int:
+    if args.json:
+        json.dump(catalog.as_json(), out, indent=2)
+        out.write("\n")
+        return 0
+    out.write(f"{'model':<10} {'architecture':<13} {'CC':<4} {'memory MiB':>10}  MIG profiles\n")
+    for model in catalog.GPUS.values():
+        profiles = ", ".join(p.name for p in model.mig_profiles) or "-"
+        out.write(
+            f"{model.key:<10} {model.architecture:<13} {model.compute_capability:<4} {model.memory_mib:>10}  {profiles}\n"
+        )
+    out.write("\nInstance types: ")
+    out.write(", ".join(f"{t.name} = {t.gpus_per_node}x {t.gpu}" for t in catalog.INSTANCE_TYPES.values()))
+    out.write(" (H20: family UNVERIFIED, pools state gpusPerNode)\n")
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
+    if args.kind == "device-plugin-config":
+        return device_plugin_config.run_validate_cli(args.files, args.plugin_version, out, sys.stderr)
+    return mig_parted.run_validate_cli(args.files, args.gpu, out, sys.stderr)
+
+
+def cmd_tune(args: argparse.Namespace, out: TextIO) -> int:
+    model = catalog.gpu(args.gpu)
+    measured = args.measured_mib
+    if args.from_nvidia_smi:
+        measured = largest_process_mib(_read(args.from_nvidia_smi))
+    if measured is None:
+        raise _UsageError("give --measured-mib or --from-nvidia-smi")
+    if args.gpu_total_from:
+        reported = total_memory_mib(_read(args.gpu_total_from))
+        if reported != model.memory_mib:
+            sys.stderr.write(
+                f"warning: nvidia-smi reports {reported} MiB, the catalog says {model.memory_mib} MiB for "
+                f"{model.key}; tuning uses the catalog (the policy pack does too)\n"
+            )
+    result = tune(model, measured, args.ceiling, mig_profile=args.mig_profile)
+    if args.json:
+        json.dump(result.as_json(), out, indent=2)
+        out.write("\n")
+        return 0
+    target = f"{result.gpu} MIG {result.mig_profile}" if result.mig_profile else result.gpu
+    out.write(
+        f"{target}: {result.memory_mib} MiB, largest process {result.measured_mib} MiB, ceiling {result.ceiling}\n"
+    )
+    if result.shared:
+        out.write(
+            f"replicas: {result.replicas}  utilization {result.utilization * 100:.1f} %  "
+            f"headroom ~{int(result.headroom_mib_per_slot)} MiB per slot\n"
+        )
+    else:
+        out.write("replicas: 1 - sharing off (the device plugin needs >= 2; emit no time-slicing entry)\n")
+    return 0
+
+
+def cmd_plan(args: argparse.Namespace, out: TextIO) -> int:
+    stack = load_stack_file(Path(args.dir) / stack_file_name(args.stack), args.stack)
+    capacity = capacity_json(build_plan(stack))
+    if args.json:
+        json.dump(capacity, out, indent=2)
+        out.write("\n")
+    else:
+        out.write(f"Capacity plan for stack {args.stack} ({stack.source})\n\n{capacity_table(capacity)}\n")
+    return 0
+
+
+def _offline(module: str, function: str) -> Callable[[argparse.Namespace, TextIO], int]:
+    """render and check run the Pulumi program and the policy pack; they live in `offline/`, which may
+    import Pulumi, so they are loaded only when asked for."""
+
+    def run(args: argparse.Namespace, out: TextIO) -> int:
+        command: Callable[[argparse.Namespace, TextIO], int] = getattr(
+            importlib.import_module(module), function
+        )
+        return command(args, out)
+
+    return run
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m gpushare", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("catalog", help="the GPU catalog")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=cmd_catalog)
+
+    p = sub.add_parser("validate", help="validate device-plugin or mig-parted config files")
+    kinds = p.add_subparsers(dest="kind", required=True)
+    k = kinds.add_parser("device-plugin-config", help="NVIDIA k8s-device-plugin config files")
+    k.add_argument("files", nargs="+", metavar="FILE")
+    k.add_argument("--plugin-version", choices=device_plugin_config.PLUGIN_VERSIONS, default="0.14.5")
+    k.set_defaults(run=cmd_validate)
+    k = kinds.add_parser("mig-config", help="NVIDIA mig-parted config files")
+    k.add_argument("files", nargs="+", metavar="FILE")
+    k.add_argument("--gpu", help="every mig-devices entry must also fit this GPU model")
+    k.set_defaults(run=cmd_validate)
+
+    p = sub.add_parser("tune", help="replicas from a measurement: floor(ceiling x memory / measured)")
+    p.add_argument("--gpu", required=True, help="GPU model key from the catalog")
+    p.add_argument("--measured-mib", type=int, help="largest process's GPU memory in MiB")
+    p.add_argument("--ceiling", type=float, default=DEFAULT_CEILING)
+    p.add_argument("--mig-profile", help="tune one MIG instance of this profile instead of the whole GPU")
+    p.add_argument("--from-nvidia-smi", metavar="FILE", help="nvidia-smi --query-compute-apps CSV output")
+    p.add_argument("--gpu-total-from", metavar="FILE", help="nvidia-smi -q output, to check the GPU's total")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=cmd_tune)
+
+    p = sub.add_parser("plan", help="the capacity plan of a stack")
+    p.add_argument("--stack", required=True)
+    p.add_argument("--dir", default=str(PROJECT_DIR), help="where Pulumi.<stack>.yaml lives")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=cmd_plan)
+
+    p = sub.add_parser("render", help="run the program offline and write every resource and manifest")
+    p.add_argument("--stack", required=True)
+    p.add_argument("--out", required=True, metavar="DIR")
+    p.add_argument("--dir", default=str(PROJECT_DIR), help="the Pulumi project directory")
+    p.set_defaults(run=_offline("offline.render", "cmd_render"))
+
+    p = sub.add_parser("check", help="render the stack and run the policy pack over it as the CLI does")
+    p.add_argument("--stack", required=True)
+    p.add_argument("--policy-config", metavar="FILE", help="a --policy-pack-config JSON file")
+    p.add_argument("--dir", default=str(PROJECT_DIR), help="the Pulumi project directory")
+    p.set_defaults(run=_offline("offline.check", "cmd_check"))
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        code: int = args.run(args, out or sys.stdout)
+        return code
+    except _UsageError as err:
+        sys.stderr.write(f"{err}\n")
+        return 2
+    except GpushareError as err:
+        sys.stderr.write(f"{err}\n")
+        return 1

@@ -1,0 +1,229 @@
+"""The sharing plan: everything derived from a validated stack config and the catalog.
+
+Replica counts, MIG strategies, slots and the capacity table are computed here once; the Pulumi
+components, the capacity report and the policy pack all read them from this plan.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpushare import catalog
+from gpushare.catalog import GpuModel
+from gpushare.stack_config import Exclusive, Mig, Pool, StackConfig, TimeSlicing, pool_mig_strategy
+from gpushare.tuning import Tuning, fallback_replicas, tune
+
+FALLBACK_KEY = "any"
+GPU_RESOURCE = "nvidia.com/gpu"
+
+
+@dataclass(frozen=True)
+class SharedResource:
+    """One time-slicing entry: a resource name and its tuned replicas, with where the numbers came from."""
+
+    resource: str
+    tuning: Tuning
+
+
+@dataclass(frozen=True)
+class PoolPlan:
+    pool: Pool
+    gpu: GpuModel
+    mig_strategy: str
+    shared: tuple[SharedResource, ...]
+
+    @property
+    def name(self) -> str:
+        return self.pool.name
+
+    @property
+    def gpus(self) -> int:
+        return self.pool.nodes.desired * self.pool.gpus_per_node_effective
+
+    @property
+    def mig_instances_per_gpu(self) -> int:
+        sharing = self.pool.sharing
+        return sum(sharing.mig_layout.values()) if isinstance(sharing, Mig) else 0
+
+    @property
+    def slots_per_gpu(self) -> int:
+        sharing = self.pool.sharing
+        if isinstance(sharing, Mig):
+            replicas = {s.resource: s.tuning.slots for s in self.shared}
+            return sum(
+                count * replicas.get(self.gpu.mig_profile(profile).resource_name, 1)
+                for profile, count in sharing.mig_layout.items()
+            )
+        return self.shared[0].tuning.slots if self.shared else 1
+
+    @property
+    def replicas(self) -> int:
+        """Replicas of one GPU (time-slicing) or of one MIG instance; 1 when nothing is time-sliced."""
+        return max((s.tuning.slots for s in self.shared), default=1)
+
+    @property
+    def slots(self) -> int:
+        return self.gpus * self.slots_per_gpu
+
+    @property
+    def measured_mib(self) -> int | None:
+        return self.shared[0].tuning.measured_mib if self.shared else _measurement(self.pool)
+
+    @property
+    def memory_total_mib(self) -> int:
+        return self.gpus * self.gpu.memory_mib
+
+    @property
+    def memory_used_mib(self) -> int | None:
+        measured = self.measured_mib
+        return None if measured is None else self.slots * measured
+
+    @property
+    def utilization(self) -> float | None:
+        used = self.memory_used_mib
+        return None if used is None or not self.memory_total_mib else used / self.memory_total_mib
+
+    @property
+    def headroom_mib_per_slot(self) -> float | None:
+        if not self.shared:
+            measured = self.measured_mib
+            return None if measured is None else self.gpu.memory_mib - measured
+        return min(s.tuning.headroom_mib_per_slot for s in self.shared)
+
+
+@dataclass(frozen=True)
+class SharingPlan:
+    stack: StackConfig
+    pools: tuple[PoolPlan, ...]
+    fallback_replicas: int
+
+    @property
+    def total_slots(self) -> int:
+        return sum(p.slots for p in self.pools)
+
+    @property
+    def slots_before(self) -> int:
+        """Without sharing every GPU is one slot (MIG pools count their GPUs too)."""
+        return sum(p.gpus for p in self.pools)
+
+    def pool(self, name: str) -> PoolPlan:
+        for plan in self.pools:
+            if plan.name == name:
+                return plan
+        raise KeyError(name)
+
+
+def _measurement(pool: Pool) -> int | None:
+    sharing = pool.sharing
+    if isinstance(sharing, TimeSlicing):
+        return sharing.measured_mib
+    if isinstance(sharing, Mig) and sharing.time_slicing is not None:
+        return sharing.time_slicing.measured_mib
+    return None
+
+
+def plan_pool(pool: Pool, ceiling: float) -> PoolPlan:
+    gpu = catalog.gpu(pool.gpu)
+    sharing = pool.sharing
+    shared: list[SharedResource] = []
+    if isinstance(sharing, TimeSlicing):
+        tuning = tune(gpu, sharing.measured_mib, ceiling)
+        if tuning.shared:
+            shared.append(SharedResource(GPU_RESOURCE, tuning))
+    elif isinstance(sharing, Mig) and sharing.time_slicing is not None:
+        for profile in sorted(sharing.mig_layout):
+            tuning = tune(gpu, sharing.time_slicing.measured_mib, ceiling, mig_profile=profile)
+            if tuning.shared:
+                shared.append(SharedResource(gpu.mig_profile(profile).resource_name, tuning))
+    else:
+        assert isinstance(sharing, Mig | Exclusive)
+    return PoolPlan(pool=pool, gpu=gpu, mig_strategy=pool_mig_strategy(pool), shared=tuple(shared))
+
+
+def build_plan(stack: StackConfig) -> SharingPlan:
+    ceiling = stack.sharing.utilization_ceiling
+    pools = tuple(plan_pool(pool, ceiling) for pool in stack.pools)
+    # `any` only ever serves whole GPUs (a node whose label names no key), so only whole-GPU tunings count.
+    whole_gpu = [s.tuning for p in pools for s in p.shared if s.tuning.mig_profile is None]
+    return SharingPlan(stack=stack, pools=pools, fallback_replicas=fallback_replicas(whole_gpu, ceiling))
+
+
+def capacity_json(plan: SharingPlan) -> dict[str, object]:
+    return {
+        "stack": plan.stack.stack,
+        "pools": [
+            {
+                "name": p.name,
+                "gpu": p.gpu.key,
+                "mode": p.pool.sharing.mode,
+                "nodes": p.pool.nodes.desired,
+                "gpus": p.gpus,
+                "replicas": p.replicas,
+                "migInstancesPerGpu": p.mig_instances_per_gpu,
+                "slots": p.slots,
+                "memoryUsedMiB": p.memory_used_mib,
+                "memoryTotalMiB": p.memory_total_mib,
+                "utilization": None if p.utilization is None else round(p.utilization, 4),
+                "headroomMiBPerSlot": None
+                if p.headroom_mib_per_slot is None
+                else round(p.headroom_mib_per_slot, 1),
+                "slotsBefore": p.gpus,
+            }
+            for p in plan.pools
+        ],
+        "fallbackReplicas": plan.fallback_replicas,
+        "totalSlots": plan.total_slots,
+        "slotsBefore": plan.slots_before,
+    }
+
+
+def capacity_table(capacity: dict[str, object]) -> str:
+    """The capacity plan as a text table; takes `capacity_json` output so the render command can print
+    the same table from the program's stack outputs."""
+    header = (
+        "pool",
+        "gpu",
+        "nodes",
+        "gpus",
+        "replicas",
+        "slots",
+        "memory used/total MiB",
+        "util",
+        "headroom/slot",
+        "before",
+    )
+    rows = [header]
+    pools = capacity["pools"]
+    assert isinstance(pools, list)
+    for p in pools:
+        used = "-" if p["memoryUsedMiB"] is None else str(p["memoryUsedMiB"])
+        util = "-" if p["utilization"] is None else f"{p['utilization'] * 100:.1f} %"
+        headroom = "-" if p["headroomMiBPerSlot"] is None else f"~{int(p['headroomMiBPerSlot'])} MiB"
+        replicas = str(p["replicas"])
+        if p["migInstancesPerGpu"]:
+            replicas = f"{p['migInstancesPerGpu']} MIG x {p['replicas']}"
+        rows.append(
+            (
+                p["name"],
+                p["gpu"],
+                str(p["nodes"]),
+                str(p["gpus"]),
+                replicas,
+                str(p["slots"]),
+                f"{used}/{p['memoryTotalMiB']}",
+                util,
+                headroom,
+                str(p["slotsBefore"]),
+            )
+        )
+    rows.append(
+        ("total", "", "", "", "", str(capacity["totalSlots"]), "", "", "", str(capacity["slotsBefore"]))
+    )
+    widths = [max(len(str(r[i])) for r in rows) for i in range(len(header))]
+    lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    lines.append(
+        f"\n{capacity['totalSlots']} schedulable GPU slots against {capacity['slotsBefore']} before sharing "
+        f"(fallback key `{FALLBACK_KEY}`: {capacity['fallbackReplicas']} replicas)."
+    )
+    return "\n".join(lines)

@@ -1,0 +1,453 @@
+"""The stack configuration (`Pulumi.<stack>.yaml`) as frozen, typed models, validated once.
+
+The same models serve the Pulumi program (values from `pulumi.Config`) and the offline commands
+(values read from the stack file), so a bad value fails the same way in both, naming the file and
+the key path: `Pulumi.prod.yaml: gpushare:pools[1].sharing.measuredMiB: must be > 0`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import date, datetime
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from gpushare import catalog
+from gpushare.errors import ConfigError, GpushareError
+from gpushare.mig_geometry import fit_layout
+from gpushare.tuning import DEFAULT_CEILING
+
+PROJECT = "gpushare"
+PLUGIN_VERSIONS = ("0.14.5", "0.17.1")
+DEFAULT_CHART_VERSION = "0.17.1"
+DEFAULT_CHART_REPOSITORY = "https://nvidia.github.io/k8s-device-plugin"
+TKE_PLUGIN_IMAGE = "sgccr.ccs.tencentyun.com/tkeimages/nvidia-device-plugin:v0.14.5"
+# Config keys that must only ever arrive as `secure:` values.
+SECRET_KEYS = frozenset(
+    {"tencentcloud:secretId", "tencentcloud:secretKey", "tencentcloud:securityToken", f"{PROJECT}:kubeconfig"}
+)
+# RFC 1123 label: a pool name becomes a label value, a ConfigMap key and part of object names.
+_POOL_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+def _at(path: str, message: str) -> ValueError:
+    """A cross-field error that belongs to a key below the model being validated."""
+    return ValueError(f"@{path}|{message}")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, populate_by_name=True)
+
+
+class Cluster(_Model):
+    id: str = Field(pattern=r"^cls-[a-z0-9]+$")
+    vpc_id: str = Field(alias="vpcId", pattern=r"^vpc-[a-z0-9]+$")
+    subnet_ids: tuple[str, ...] = Field(alias="subnetIds", min_length=1)
+    kubernetes_version: str = Field(alias="kubernetesVersion", pattern=r"^1\.\d+$")
+
+    @field_validator("subnet_ids")
+    @classmethod
+    def _subnets(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for subnet in value:
+            if not re.match(r"^subnet-[a-z0-9]+$", subnet):
+                raise ValueError(f"{subnet!r} is not a subnet id (subnet-...)")
+        return value
+
+
+class ManagedPlugin(_Model):
+    """What to do with TKE's own `kube-system/nvidia-device-plugin-daemonset`."""
+
+    action: Literal["park", "adopt"] = "park"
+    pool: str | None = None
+    name: str = "nvidia-device-plugin-daemonset"
+    namespace: str = "kube-system"
+    # As in NVIDIA's static manifest, which TKE's DaemonSet follows (UNVERIFIED: check with kubectl).
+    container_name: str = Field(default="nvidia-device-plugin-ctr", alias="containerName")
+
+    @model_validator(mode="after")
+    def _adopt_needs_pool(self) -> ManagedPlugin:
+        if self.action == "adopt" and not self.pool:
+            raise ValueError("adopt needs `pool`: the pool whose plugin TKE's DaemonSet becomes")
+        if self.action == "park" and self.pool:
+            raise ValueError("`pool` only applies to action adopt")
+        return self
+
+
+class DevicePlugin(_Model):
+    mode: Literal["daemonsets", "helm"] = "daemonsets"
+    version: Literal["0.14.5", "0.17.1"] | None = None
+    image: str | None = None
+    chart_repository: str = Field(default=DEFAULT_CHART_REPOSITORY, alias="chartRepository")
+    namespace: str = "nvidia-device-plugin"
+    gfd_enabled: bool = Field(default=False, alias="gfdEnabled")
+    nfd_present: bool = Field(default=False, alias="nfdPresent")
+    mig_strategy: Literal["none", "single", "mixed"] | None = Field(default=None, alias="migStrategy")
+    managed_plugin: ManagedPlugin = Field(default_factory=ManagedPlugin, alias="managedPlugin")
+
+    @property
+    def plugin_version(self) -> str:
+        if self.version:
+            return self.version
+        return "0.14.5" if self.mode == "daemonsets" else DEFAULT_CHART_VERSION
+
+    @property
+    def plugin_image(self) -> str:
+        if self.image:
+            return self.image
+        if self.mode == "daemonsets" and self.plugin_version == "0.14.5":
+            return TKE_PLUGIN_IMAGE
+        return f"nvcr.io/nvidia/k8s-device-plugin:v{self.plugin_version}"
+
+    @property
+    def node_feature_discovery(self) -> bool:
+        """GFD brings NFD with the chart; `nfdPresent` says the cluster runs its own."""
+        return self.gfd_enabled or self.nfd_present
+
+
+class Sharing(_Model):
+    utilization_ceiling: float = Field(default=DEFAULT_CEILING, alias="utilizationCeiling", gt=0, le=1)
+    max_measurement_age_days: int = Field(default=180, alias="maxMeasurementAgeDays", gt=0)
+    device_plugin: DevicePlugin = Field(default_factory=DevicePlugin, alias="devicePlugin")
+
+
+class Nodes(_Model):
+    min: int = Field(ge=0, le=2000)
+    max: int = Field(ge=0, le=2000)
+    desired: int = Field(ge=0, le=2000)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Nodes:
+        if not self.min <= self.desired <= self.max:
+            raise ValueError(f"need min <= desired <= max, got {self.min} <= {self.desired} <= {self.max}")
+        return self
+
+
+class Measurement(_Model):
+    """One measurement of the largest process's GPU memory (nvidia-smi --query-compute-apps)."""
+
+    measured_mib: int = Field(alias="measuredMiB", gt=0)
+    measured_at: str | None = Field(default=None, alias="measuredAt")
+    source: str | None = None
+
+    @field_validator("measured_at")
+    @classmethod
+    def _iso_date(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"^\d{4}-\d{2}-\d{2}([T ][0-9:.+\-Z]*)?$", value):
+            raise ValueError(f"{value!r} is not an ISO date (YYYY-MM-DD)")
+        return value
+
+
+class TimeSlicing(Measurement):
+    mode: Literal["time-slicing"]
+
+
+class Exclusive(_Model):
+    mode: Literal["exclusive"]
+
+
+class Mig(_Model):
+    mode: Literal["mig"]
+    mig_layout: dict[str, int] = Field(alias="migLayout", min_length=1)
+    layout_name: str | None = Field(default=None, alias="layoutName")
+    time_slicing: Measurement | None = Field(default=None, alias="timeSlicing")
+
+    @property
+    def config_name(self) -> str:
+        """The mig-parted config name the node label `nvidia.com/mig.config` selects. Default like
+        the GPU Operator's `all-<profile>` names (`+` written as `.`) for a single-profile layout."""
+        if self.layout_name:
+            return self.layout_name
+        parts = [f"{profile.replace('+', '.')}x{count}" for profile, count in sorted(self.mig_layout.items())]
+        return "custom-" + "-".join(parts)
+
+    @property
+    def strategy(self) -> Literal["single", "mixed"]:
+        # Time-sliced MIG instances are advertised as nvidia.com/mig-<profile>, which only `mixed` does.
+        return "single" if len(self.mig_layout) == 1 and self.time_slicing is None else "mixed"
+
+
+PoolSharing = Annotated[TimeSlicing | Mig | Exclusive, Field(discriminator="mode")]
+
+
+class Pool(_Model):
+    name: str = Field(max_length=25)
+    gpu: str
+    instance_type: str = Field(alias="instanceType")
+    gpus_per_node: int | None = Field(default=None, alias="gpusPerNode", gt=0)
+    nodes: Nodes
+    sharing: PoolSharing
+    protect: bool | None = None
+    node_os: str = Field(default="tlinux3.1x86_64", alias="nodeOs")
+    labels: dict[str, str] = Field(default_factory=dict)
+    taints: tuple[dict[str, str], ...] = ()
+
+    @field_validator("name")
+    @classmethod
+    def _label_safe(cls, value: str) -> str:
+        if not _POOL_NAME.match(value) or value == "any":
+            raise ValueError(
+                f"{value!r} must be a lowercase RFC 1123 label (it becomes a ConfigMap key and a label "
+                "value) and not 'any' (the fallback key)"
+            )
+        return value
+
+    @field_validator("gpu")
+    @classmethod
+    def _known_gpu(cls, value: str) -> str:
+        try:
+            catalog.gpu(value)
+        except GpushareError as err:
+            raise ValueError(err.message) from None
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Pool:
+        model = catalog.gpu(self.gpu)
+        known = catalog.instance_type(self.instance_type)
+        if known is not None and known.gpu != self.gpu:
+            raise _at("instanceType", f"{self.instance_type} carries {known.gpu}, not {self.gpu}")
+        if known is None and self.gpus_per_node is None:
+            raise _at("gpusPerNode", f"required: instanceType {self.instance_type} is not in the catalog")
+        if known is not None and self.gpus_per_node not in (None, known.gpus_per_node):
+            raise _at("gpusPerNode", f"{self.instance_type} has {known.gpus_per_node} GPU(s) per node")
+        sharing = self.sharing
+        if isinstance(sharing, TimeSlicing) and sharing.measured_mib > model.memory_mib:
+            raise _at(
+                "sharing.measuredMiB",
+                f"{sharing.measured_mib} MiB is more than {self.gpu}'s {model.memory_mib} MiB",
+            )
+        if isinstance(sharing, Mig):
+            if not model.mig_capable:
+                raise _at("sharing.mode", f"mig: {self.gpu} does not support MIG")
+            try:
+                fit_layout(model, sharing.mig_layout)
+            except GpushareError as err:
+                raise _at("sharing.migLayout", err.message) from None
+            if sharing.time_slicing is not None:
+                smallest = min(model.mig_profile(p).memory_mib for p in sharing.mig_layout)
+                if sharing.time_slicing.measured_mib > smallest:
+                    raise _at(
+                        "sharing.timeSlicing.measuredMiB",
+                        f"{sharing.time_slicing.measured_mib} MiB is more than the smallest MIG instance's "
+                        f"{smallest} MiB",
+                    )
+        return self
+
+    @property
+    def gpus_per_node_effective(self) -> int:
+        known = catalog.instance_type(self.instance_type)
+        return self.gpus_per_node or (known.gpus_per_node if known else 1)
+
+    @property
+    def config_key(self) -> str:
+        """The device-plugin config key this pool's nodes select: the pool's name."""
+        return self.name
+
+
+class StackConfig(_Model):
+    stack: str
+    source: str
+    region: str | None = None
+    cluster: Cluster
+    sharing: Sharing = Field(default_factory=Sharing)
+    pools: tuple[Pool, ...] = Field(min_length=1)
+    protect_pools: bool = Field(default=False, alias="protectPools")
+    has_kubeconfig: bool = Field(default=False, alias="hasKubeconfig")
+
+    @model_validator(mode="after")
+    def _cross_checks(self) -> StackConfig:
+        seen: set[str] = set()
+        for index, pool in enumerate(self.pools):
+            if pool.name in seen:
+                raise _at(f"pools[{index}].name", f"duplicate pool name {pool.name!r}")
+            seen.add(pool.name)
+        plugin = self.sharing.device_plugin
+        managed = plugin.managed_plugin
+        if managed.action == "adopt":
+            if plugin.mode != "daemonsets":
+                raise _at("sharing.devicePlugin.managedPlugin.action", "adopt only works in daemonsets mode")
+            if managed.pool not in seen:
+                raise _at("sharing.devicePlugin.managedPlugin.pool", f"no pool named {managed.pool!r}")
+        if plugin.mig_strategy is not None:
+            # The chart renders a top-level migStrategy as MIG_STRATEGY env, which overrides every per-node
+            # config file: it must agree with what every pool's file says.
+            for pool in self.pools:
+                wanted = pool_mig_strategy(pool)
+                if wanted != plugin.mig_strategy:
+                    raise _at(
+                        "sharing.devicePlugin.migStrategy",
+                        f"{plugin.mig_strategy} would override pool {pool.name}'s {wanted} (the chart passes "
+                        "it as MIG_STRATEGY env, which beats every per-node config file); leave it unset",
+                    )
+        return self
+
+    @property
+    def plugin(self) -> DevicePlugin:
+        return self.sharing.device_plugin
+
+    def pool(self, name: str) -> Pool:
+        for pool in self.pools:
+            if pool.name == name:
+                return pool
+        raise KeyError(name)
+
+
+def pool_mig_strategy(pool: Pool) -> Literal["none", "single", "mixed"]:
+    return pool.sharing.strategy if isinstance(pool.sharing, Mig) else "none"
+
+
+# ---------------------------------------------------------------------------------------------------
+# Loading
+
+_CONFIG_FIELDS = {
+    "cluster": "cluster",
+    "sharing": "sharing",
+    "pools": "pools",
+    "protectPools": "protectPools",
+}
+
+
+def stack_file_name(stack: str) -> str:
+    return f"Pulumi.{stack}.yaml"
+
+
+def from_config_values(
+    values: Mapping[str, Any],
+    *,
+    stack: str,
+    source: str,
+    secret_keys: Iterable[str] = (),
+) -> StackConfig:
+    """Validate config values keyed `namespace:key` (already parsed from YAML/JSON)."""
+    secrets = set(secret_keys)
+    problems: list[str] = []
+    for key in sorted(SECRET_KEYS & set(values)):
+        if key not in secrets:
+            problems.append(f"{source}: {key}: must be a secret (pulumi config set --secret {key} ...)")
+    unknown = sorted(
+        key
+        for key in values
+        if key.startswith(f"{PROJECT}:") and key.split(":", 1)[1] not in {*_CONFIG_FIELDS, "kubeconfig"}
+    )
+    for key in unknown:
+        problems.append(
+            f"{source}: {key}: unknown key (known: {', '.join(f'{PROJECT}:{k}' for k in _CONFIG_FIELDS)})"
+        )
+    if problems:
+        raise ConfigError("\n".join(problems))
+    data: dict[str, Any] = {
+        "stack": stack,
+        "source": source,
+        "hasKubeconfig": f"{PROJECT}:kubeconfig" in values,
+    }
+    for field, alias in _CONFIG_FIELDS.items():
+        key = f"{PROJECT}:{field}"
+        if key in values:
+            data[alias] = values[key]
+    if "tencentcloud:region" in values:
+        data["region"] = values["tencentcloud:region"]
+    if f"{PROJECT}:cluster" not in values:
+        raise ConfigError(
+            "missing (set the TKE cluster: {id, vpcId, subnetIds, kubernetesVersion})",
+            source=source,
+            key=f"{PROJECT}:cluster",
+        )
+    try:
+        return StackConfig.model_validate_json(json.dumps(data, default=_json_scalar))
+    except ValidationError as err:
+        raise ConfigError("\n".join(_describe(err, source))) from None
+
+
+def _json_scalar(value: object) -> str:
+    # YAML turns an unquoted `2025-06-01` into a date; the Pulumi CLI would hand it over as a string.
+    if isinstance(value, date | datetime):
+        return value.isoformat()
+    raise TypeError(f"cannot pass {type(value).__name__} as config")
+
+
+def load_stack_file(path: Path, stack: str | None = None) -> StackConfig:
+    """Read `Pulumi.<stack>.yaml` the way the CLI does (keys without a namespace belong to the project)."""
+    stack = stack or path.name.removeprefix("Pulumi.").removesuffix(".yaml")
+    source = path.name
+    try:
+        document = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"no such stack file ({path})", source=source) from None
+    except yaml.YAMLError as err:
+        raise ConfigError(f"not valid YAML: {err}", source=source) from None
+    if not isinstance(document, dict) or not isinstance(document.get("config", {}), dict):
+        raise ConfigError("expected a mapping with a `config:` mapping", source=source)
+    values: dict[str, Any] = {}
+    secret_keys = []
+    for key, value in (document.get("config") or {}).items():
+        full = key if ":" in str(key) else f"{PROJECT}:{key}"
+        if isinstance(value, dict) and set(value) == {"secure"}:
+            secret_keys.append(full)
+            value = "<secret>"
+        values[full] = value
+    return from_config_values(values, stack=stack, source=source, secret_keys=secret_keys)
+
+
+def _describe(err: ValidationError, source: str) -> list[str]:
+    lines = []
+    for detail in err.errors():
+        loc: list[int | str] = list(detail["loc"])
+        message = _message(detail)
+        if message.startswith("@"):
+            subpath, message = message[1:].split("|", 1)
+            loc += [int(p) if p.isdigit() else p for p in re.split(r"\.|\[|\]\.?", subpath) if p]
+        lines.append(f"{source}: {_key_path(loc)}: {message}")
+    return lines
+
+
+def _key_path(loc: Sequence[int | str]) -> str:
+    parts = list(loc)
+    # Discriminated unions put the tag in the path (`sharing.time-slicing.measuredMiB`): drop it.
+    parts = [p for i, p in enumerate(parts) if not (i > 0 and parts[i - 1] == "sharing" and p in _MODES)]
+    if not parts:
+        return PROJECT
+    text = f"{PROJECT}:{parts[0]}"
+    for part in parts[1:]:
+        text += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return text
+
+
+_MODES = {"time-slicing", "mig", "exclusive"}
+
+
+def _message(detail: Mapping[str, Any]) -> str:
+    kind = detail["type"]
+    ctx = detail.get("ctx") or {}
+    simple = {
+        "greater_than": "must be > {gt}",
+        "greater_than_equal": "must be >= {ge}",
+        "less_than_equal": "must be <= {le}",
+        "less_than": "must be < {lt}",
+        "missing": "required",
+        "extra_forbidden": "unknown key",
+        "string_too_long": "at most {max_length} characters",
+        "too_short": "needs at least {min_length} item(s)",
+        "string_pattern_mismatch": "does not match {pattern}",
+        "int_type": "must be an integer",
+        "float_type": "must be a number",
+        "string_type": "must be a string",
+        "bool_type": "must be true or false",
+        "dict_type": "must be a mapping",
+        "tuple_type": "must be a list",
+        "literal_error": "must be one of {expected}",
+        "union_tag_invalid": "must be one of {expected_tags}",
+        "union_tag_not_found": "needs `mode` (time-slicing, mig or exclusive)",
+    }
+    if kind in simple:
+        plain = {k: int(v) if isinstance(v, float) and v.is_integer() else v for k, v in ctx.items()}
+        try:
+            return simple[kind].format(**plain)
+        except KeyError:
+            return simple[kind]
+    message = str(detail["msg"])
+    return message.removeprefix("Value error, ")

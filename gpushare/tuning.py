@@ -1,0 +1,155 @@
+"""The one tuning rule: replicas = floor(ceiling x memory / measured).
+
+Time-slicing gives no memory isolation, so a GPU shared N ways must hold N copies of the largest
+process. `ceiling` keeps headroom for fragmentation and the CUDA context. Below 2 replicas sharing is
+off: the device plugin rejects `replicas < 2`, so no time-slicing entry may be emitted at all.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from fractions import Fraction
+
+from gpushare.catalog import GpuModel
+from gpushare.errors import GpushareError
+
+DEFAULT_CEILING = 0.9
+MIN_SHARED_REPLICAS = 2
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """The result of the tuning rule for one GPU (or one MIG instance) and one measurement."""
+
+    gpu: str
+    mig_profile: str | None
+    memory_mib: int
+    measured_mib: int
+    ceiling: float
+    replicas: int
+
+    @property
+    def shared(self) -> bool:
+        return self.replicas >= MIN_SHARED_REPLICAS
+
+    @property
+    def slots(self) -> int:
+        """Schedulable slots on one GPU (or MIG instance): 1 when sharing is off."""
+        return self.replicas if self.shared else 1
+
+    @property
+    def utilization(self) -> float:
+        """Share of the memory the slots use when every slot runs the measured process."""
+        return self.slots * self.measured_mib / self.memory_mib
+
+    @property
+    def headroom_mib_per_slot(self) -> float:
+        return self.memory_mib / self.slots - self.measured_mib
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "gpu": self.gpu,
+            "migProfile": self.mig_profile,
+            "memoryMiB": self.memory_mib,
+            "measuredMiB": self.measured_mib,
+            "ceiling": self.ceiling,
+            "replicas": self.replicas,
+            "shared": self.shared,
+            "utilization": round(self.utilization, 4),
+            "headroomMiBPerSlot": round(self.headroom_mib_per_slot, 1),
+        }
+
+
+def check_ceiling(ceiling: float) -> None:
+    if not 0 < ceiling <= 1:
+        raise GpushareError(f"utilization ceiling must be in (0, 1], got {ceiling}")
+
+
+def max_replicas(memory_mib: int, measured_mib: int, ceiling: float) -> int:
+    """floor(ceiling x memory / measured), computed exactly (no float rounding at the boundary)."""
+    check_ceiling(ceiling)
+    if measured_mib <= 0:
+        raise GpushareError(f"measured memory must be > 0 MiB, got {measured_mib}")
+    return math.floor(Fraction(str(ceiling)) * memory_mib / measured_mib)
+
+
+def tune(
+    gpu: GpuModel,
+    measured_mib: int,
+    ceiling: float = DEFAULT_CEILING,
+    mig_profile: str | None = None,
+) -> Tuning:
+    """Tune one GPU model, or one of its MIG profiles (then the memory is the instance's)."""
+    if mig_profile is None:
+        memory = gpu.memory_mib
+        where = f"{gpu.key} ({memory} MiB)"
+    else:
+        memory = gpu.mig_profile(mig_profile).memory_mib
+        where = f"{gpu.key} MIG {mig_profile} ({memory} MiB)"
+    if measured_mib <= 0:
+        raise GpushareError(f"measured memory must be > 0 MiB, got {measured_mib}")
+    if measured_mib > memory:
+        raise GpushareError(f"measured {measured_mib} MiB does not fit {where}")
+    return Tuning(
+        gpu=gpu.key,
+        mig_profile=mig_profile,
+        memory_mib=memory,
+        measured_mib=measured_mib,
+        ceiling=ceiling,
+        replicas=max_replicas(memory, measured_mib, ceiling),
+    )
+
+
+def fallback_replicas(tunings: Iterable[Tuning], ceiling: float = DEFAULT_CEILING) -> int:
+    """The `any` key serves every node whose own key is missing, so it must be safe on the smallest
+    time-sliced GPU with the largest measured process."""
+    shared = [t for t in tunings if t.shared]
+    if not shared:
+        return 0
+    smallest_memory = min(t.memory_mib for t in shared)
+    largest_process = max(t.measured_mib for t in shared)
+    return max_replicas(smallest_memory, largest_process, ceiling)
+
+
+_MIB = re.compile(r"^\s*(\d+)\s*MiB\s*$", re.IGNORECASE)
+
+
+def largest_process_mib(compute_apps_csv: str) -> int:
+    """The largest `used_memory` in `nvidia-smi --query-compute-apps=pid,process_name,used_memory
+    --format=csv` output (with or without the header, with or without `nounits`)."""
+    rows = [row for row in csv.reader(io.StringIO(compute_apps_csv)) if row and any(c.strip() for c in row)]
+    if rows and not rows[0][-1].strip()[:1].isdigit():
+        header = [c.strip().lower() for c in rows[0]]
+        rows = rows[1:]
+        column = next((i for i, name in enumerate(header) if name.startswith("used_memory")), len(header) - 1)
+    else:
+        column = -1
+    values = []
+    for row in rows:
+        cell = row[column].strip()
+        match = _MIB.match(cell)
+        if match:
+            values.append(int(match.group(1)))
+        elif cell.isdigit():
+            values.append(int(cell))
+        else:
+            raise GpushareError(f"unreadable used_memory value {cell!r} in nvidia-smi output")
+    if not values:
+        raise GpushareError("no compute processes in the nvidia-smi output")
+    return max(values)
+
+
+_FB_TOTAL = re.compile(r"FB Memory Usage\s*\n\s*Total\s*:\s*(\d+)\s*MiB", re.IGNORECASE)
+
+
+def total_memory_mib(nvidia_smi_q: str) -> int:
+    """The GPU's `FB Memory Usage / Total` from `nvidia-smi -q`."""
+    match = _FB_TOTAL.search(nvidia_smi_q)
+    if not match:
+        raise GpushareError("no 'FB Memory Usage / Total' in the nvidia-smi -q output")
+    return int(match.group(1))

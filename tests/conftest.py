@@ -1,0 +1,37 @@
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+PROJECT_DIR = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def project_dir() -> Path:
+    return PROJECT_DIR
+
+
+@pytest.fixture
+def stack_document() -> Callable[[str], dict[str, Any]]:
+    """A deep copy of a stack file in the repo, to break on purpose."""
+
+    def load(stack: str) -> dict[str, Any]:
+        document: dict[str, Any] = yaml.safe_load((PROJECT_DIR / f"Pulumi.{stack}.yaml").read_text())
+        return copy.deepcopy(document)
+
+    return load
+
+
+@pytest.fixture
+def write_stack(tmp_path: Path) -> Callable[[dict[str, Any], str], Path]:
+    def write(document: dict[str, Any], stack: str = "test") -> Path:
+        path = tmp_path / f"Pulumi.{stack}.yaml"
+        path.write_text(yaml.safe_dump(document, sort_keys=False))
+        return path
+
+    return write

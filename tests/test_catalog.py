@@ -1,0 +1,254 @@
+"""Behavioural checks of gpushare.catalog: MIG geometry is self-consistent, captured memory is where
+docs/catalog.md says it is, the seed's facts are pinned, and the public surface behaves."""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+import pytest
+
+from gpushare import catalog
+from gpushare.catalog import GPUS, GpuModel, MigProfile, as_json, gpu, instance_type
+from gpushare.errors import GpushareError
+
+MIG_GPUS = [m for m in GPUS.values() if m.mig_capable]
+MIG_PROFILES = [(m, p) for m in MIG_GPUS for p in m.mig_profiles]
+
+
+def _ids(pairs: list[tuple[GpuModel, MigProfile]]) -> list[str]:
+    return [f"{m.key}:{p.name}" for m, p in pairs]
+
+
+def _nominal_mib(profile: MigProfile) -> int:
+    """The inference rule: the profile name's size read as decimal gigabytes."""
+    match = re.fullmatch(r"\d+g\.(\d+)gb(\+me)?", profile.name)
+    assert match, profile.name
+    return int(match.group(1)) * 1000**3 // 2**20
+
+
+# Captured (-lgip) profiles whose memory is BELOW the decimal-GB rule (docs/catalog.md, "the rule is not
+# always conservative"). Pinned both ways: a new capture that breaks the rule, or an entry here that no
+# longer does, must be looked at and the doc updated.
+BELOW_NOMINAL = {
+    ("H100-94GB", "1g.12gb"),
+    ("H100-94GB", "1g.12gb+me"),
+    ("H100-94GB", "1g.24gb"),
+    ("H100-94GB", "2g.24gb"),
+    ("H200", "1g.18gb"),
+    ("H200", "1g.18gb+me"),
+    ("H200", "1g.35gb"),
+    ("H200", "2g.35gb"),
+}
+
+
+# --- MIG geometry ------------------------------------------------------------------------------------
+
+
+def test_mig_gpus_are_the_documented_set() -> None:
+    expected = {"H20", "A30", "A100-40GB", "A100-80GB", "H100-80GB", "H100-94GB", "H200"}
+    assert {m.key for m in MIG_GPUS} == expected
+    for model in MIG_GPUS:
+        assert (model.compute_slices, model.memory_slices) in {(7, 8), (4, 4)}, model.key
+
+
+@pytest.mark.parametrize(("model", "profile"), MIG_PROFILES, ids=_ids(MIG_PROFILES))
+def test_every_placement_lies_inside_the_memory_slices(model: GpuModel, profile: MigProfile) -> None:
+    assert profile.placement_size == profile.memory_slices
+    assert profile.placement_starts, "a profile with no placement can never be created"
+    assert list(profile.placement_starts) == sorted(set(profile.placement_starts))
+    for start in profile.placement_starts:
+        assert start >= 0
+        assert start + profile.placement_size <= model.memory_slices
+
+
+@pytest.mark.parametrize(("model", "profile"), MIG_PROFILES, ids=_ids(MIG_PROFILES))
+def test_max_instances_fit_the_slices(model: GpuModel, profile: MigProfile) -> None:
+    assert 1 <= profile.max_instances <= len(profile.placement_starts)
+    assert profile.max_instances * profile.memory_slices <= model.memory_slices
+    assert profile.compute_slices <= model.compute_slices
+    if profile.name.startswith("1g."):
+        assert profile.max_instances * profile.compute_slices <= model.compute_slices
+    if profile.media_extensions:
+        assert profile.max_instances == 1
+
+
+@pytest.mark.parametrize(("model", "profile"), MIG_PROFILES, ids=_ids(MIG_PROFILES))
+def test_instance_memory_fits_the_gpu(model: GpuModel, profile: MigProfile) -> None:
+    assert 0 < profile.memory_mib <= model.memory_mib
+    assert profile.max_instances * profile.memory_mib <= model.memory_mib
+
+
+@pytest.mark.parametrize("model", MIG_GPUS, ids=[m.key for m in MIG_GPUS])
+def test_more_memory_slices_never_mean_less_memory(model: GpuModel) -> None:
+    by_slices = sorted(model.mig_profiles, key=lambda p: p.memory_slices)
+    for smaller, larger in itertools.pairwise(by_slices):
+        assert smaller.memory_mib <= larger.memory_mib, (smaller.name, larger.name)
+
+
+@pytest.mark.parametrize("model", MIG_GPUS, ids=[m.key for m in MIG_GPUS])
+def test_me_variant_shares_memory_and_capture_status_with_its_base(model: GpuModel) -> None:
+    for profile in model.mig_profiles:
+        if profile.media_extensions:
+            base = model.mig_profile(profile.name.removesuffix("+me"))
+            assert (profile.memory_mib, profile.memory_inferred) == (base.memory_mib, base.memory_inferred)
+            assert (profile.memory_slices, profile.placement_starts) == (
+                base.memory_slices,
+                base.placement_starts,
+            )
+
+
+# --- per-instance memory: captured vs inferred ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(("model", "profile"), MIG_PROFILES, ids=_ids(MIG_PROFILES))
+def test_inferred_memory_never_exceeds_the_decimal_gb_rule(model: GpuModel, profile: MigProfile) -> None:
+    # Inferred = the lower of the name rule and a sibling GPU's capture (H20 only has the latter).
+    if profile.memory_inferred:
+        assert profile.memory_mib <= _nominal_mib(profile)
+
+
+def test_h20_inferred_memory_follows_its_siblings_captures() -> None:
+    h20 = catalog.gpu("H20")
+    assert h20.mig_profile("1g.12gb").memory_mib == 11264  # GH200 96GB's -lgip
+    assert h20.mig_profile("2g.24gb").memory_mib == 22138  # H100 NVL's -lgip
+    assert h20.mig_profile("3g.48gb").memory_mib == _nominal_mib(h20.mig_profile("3g.48gb"))
+    assert all(p.memory_inferred for p in h20.mig_profiles)
+
+
+def test_captured_memory_is_at_least_the_rule_except_the_documented_profiles() -> None:
+    captured = [(m, p) for m, p in MIG_PROFILES if not p.memory_inferred]
+    assert captured, "no captured profile at all"
+    below = {(m.key, p.name) for m, p in captured if p.memory_mib < _nominal_mib(p)}
+    assert below == BELOW_NOMINAL
+
+
+def test_which_profiles_are_captured() -> None:
+    inferred = {(m.key, p.name) for m, p in MIG_PROFILES if p.memory_inferred}
+    h20 = {("H20", p.name) for p in gpu("H20").mig_profiles}
+    a30 = {("A30", p.name) for p in gpu("A30").mig_profiles}
+    assert inferred == h20 | a30 | {("A100-80GB", "1g.20gb")}
+
+
+def test_captured_values_spot_check() -> None:
+    # -lgip GiB x 1024, rounded down (docs/catalog.md lists the captures).
+    assert gpu("A100-40GB").mig_profile("1g.10gb").memory_mib == 9850  # 9.62 GiB
+    assert gpu("A100-80GB").mig_profile("7g.80gb").memory_mib == 80896  # 79.00 GiB
+    assert gpu("H100-80GB").mig_profile("1g.10gb").memory_mib == 9984  # 9.75 GiB
+    assert gpu("H100-94GB").mig_profile("1g.12gb").memory_mib == 11008  # 10.75 GiB
+    assert gpu("H200").mig_profile("1g.18gb").memory_mib == 16384  # 16.00 GiB
+
+
+# --- the seed's facts ----------------------------------------------------------------------------------
+
+
+def test_seed_l20_and_t4() -> None:
+    l20, t4 = gpu("L20"), gpu("T4")
+    assert (l20.product, l20.memory_mib, l20.compute_capability) == ("NVIDIA L20", 46068, "8.9")
+    assert (t4.product, t4.memory_mib, t4.compute_capability) == ("Tesla T4", 15360, "7.5")
+    for model in (l20, t4):
+        assert not model.mig_capable
+        assert model.mig_profiles == ()
+        assert model.memory_source.startswith("seed:")
+        with pytest.raises(GpushareError, match="does not support MIG"):
+            model.mig_profile("1g.12gb")
+
+
+def test_h20_profiles_follow_the_h20_96gb_names_with_inferred_ids() -> None:
+    h20 = gpu("H20")
+    assert h20.memory_mib == 97871
+    assert [p.name for p in h20.mig_profiles] == [
+        "1g.12gb",
+        "1g.12gb+me",
+        "1g.24gb",
+        "2g.24gb",
+        "3g.48gb",
+        "4g.48gb",
+        "7g.96gb",
+    ]
+    assert [p.id for p in h20.mig_profiles] == [19, 20, 15, 14, 9, 5, 0]
+    assert all(p.id_inferred for p in h20.mig_profiles)
+    assert all(p.memory_inferred for p in h20.mig_profiles)
+    assert h20.mig_profile("1g.12gb+me").resource_name == "nvidia.com/mig-1g.12gb.me"
+    assert h20.mig_profile_by_resource("mig-1g.12gb.me") is h20.mig_profile("1g.12gb+me")
+    assert h20.mig_profile_by_resource("mig-3g.47gb") is None
+
+
+def test_only_h20_ids_are_inferred() -> None:
+    assert {m.key for m, p in MIG_PROFILES if p.id_inferred} == {"H20"}
+
+
+def test_h100_94gb_has_the_47gb_names_and_not_h20s() -> None:
+    h100 = gpu("H100-94GB")
+    assert h100.product == "NVIDIA H100 NVL"
+    assert h100.mig_profile("3g.47gb").memory_slices == 4
+    assert h100.mig_profile("7g.94gb").id == 0
+    with pytest.raises(GpushareError, match=re.escape("no MIG profile '3g.48gb'")):
+        h100.mig_profile("3g.48gb")
+
+
+def test_every_model_names_its_memory_source() -> None:
+    for model in GPUS.values():
+        assert model.memory_source.strip(), model.key
+        assert model.memory_mib > 0
+
+
+# --- public surface ------------------------------------------------------------------------------------
+
+
+def test_as_json_keys_are_camel_case() -> None:
+    document = as_json()
+    assert [entry["model"] for entry in document] == list(GPUS)
+    for entry in document:
+        assert set(entry) == {
+            "model",
+            "product",
+            "architecture",
+            "computeCapability",
+            "memoryMiB",
+            "memorySource",
+            "migCapable",
+            "migProfiles",
+        }
+        profiles = entry["migProfiles"]
+        assert isinstance(profiles, list)
+        assert entry["migCapable"] is bool(profiles)
+        for profile in profiles:
+            assert set(profile) == {
+                "name",
+                "id",
+                "computeSlices",
+                "memorySlices",
+                "maxInstances",
+                "placementStarts",
+                "placementSize",
+                "memoryMiB",
+                "idInferred",
+                "memoryInferred",
+            }
+            assert isinstance(profile["placementStarts"], list)
+
+
+def test_as_json_of_a_subset() -> None:
+    (entry,) = as_json([gpu("L20")])
+    assert entry["memoryMiB"] == 46068
+    assert entry["migProfiles"] == []
+
+
+def test_instance_types() -> None:
+    l20_node = instance_type("PNV5b.8XLARGE96")
+    t4_node = instance_type("GN7.2XLARGE32")
+    assert l20_node is not None and (l20_node.gpu, l20_node.gpus_per_node) == ("L20", 1)
+    assert t4_node is not None and (t4_node.gpu, t4_node.gpus_per_node) == ("T4", 1)
+    assert instance_type("NO.SUCH") is None
+    for it in catalog.INSTANCE_TYPES.values():
+        assert it.gpu in GPUS
+
+
+def test_unknown_gpu_lists_the_known_models() -> None:
+    with pytest.raises(GpushareError) as info:
+        gpu("X")
+    message = str(info.value)
+    assert "'X'" in message
+    for key in GPUS:
+        assert key in message

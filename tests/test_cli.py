@@ -1,0 +1,105 @@
+"""`python -m gpushare`: output, JSON shape and exit codes."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpushare.cli import main
+
+
+def run(argv: list[str]) -> tuple[int, str]:
+    out = io.StringIO()
+    code = main(argv, out)
+    return code, out.getvalue()
+
+
+def test_plan_through_the_real_entry_point(project_dir: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "gpushare", "plan", "--stack", "prod", "--json"],
+        cwd=project_dir,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    capacity = json.loads(done.stdout)
+    assert [(p["name"], p["slots"]) for p in capacity["pools"]] == [("l20", 8), ("t4", 3)]
+    assert (capacity["totalSlots"], capacity["slotsBefore"]) == (11, 2)
+
+
+def test_plan_of_a_missing_stack_is_one_line_and_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _ = run(["plan", "--stack", "nope"])
+    assert code == 1
+    err = capsys.readouterr().err
+    assert err.startswith("Pulumi.nope.yaml: no such stack file")
+    assert "Traceback" not in err
+
+
+def test_catalog_json_is_camel_case() -> None:
+    code, text = run(["catalog", "--json"])
+    assert code == 0
+    models = {m["model"]: m for m in json.loads(text)}
+    assert models["L20"]["memoryMiB"] == 46068 and not models["L20"]["migCapable"]
+    profile = models["H20"]["migProfiles"][0]
+    assert set(profile) >= {
+        "name",
+        "id",
+        "computeSlices",
+        "memorySlices",
+        "maxInstances",
+        "placementStarts",
+        "placementSize",
+        "memoryMiB",
+    }
+
+
+def test_catalog_table_lists_every_model() -> None:
+    code, text = run(["catalog"])
+    assert code == 0
+    for key in ("L20", "T4", "H20", "A100-80GB", "H100-94GB", "V100"):
+        assert key in text
+
+
+def test_tune_json() -> None:
+    code, text = run(["tune", "--gpu", "L20", "--measured-mib", "4621", "--json"])
+    assert code == 0
+    assert json.loads(text)["replicas"] == 8
+
+
+def test_tune_from_nvidia_smi_output(project_dir: Path) -> None:
+    fixtures = project_dir / "tests" / "fixtures" / "nvidia_smi"
+    code, text = run(
+        [
+            "tune",
+            "--gpu",
+            "L20",
+            "--from-nvidia-smi",
+            str(fixtures / "compute_apps_l20.csv"),
+            "--gpu-total-from",
+            str(fixtures / "q_l20.txt"),
+        ]
+    )
+    assert code == 0
+    assert "replicas: 8" in text
+
+
+def test_tune_reports_sharing_off() -> None:
+    code, text = run(["tune", "--gpu", "T4", "--measured-mib", "9000"])
+    assert code == 0
+    assert "sharing off" in text
+
+
+def test_tune_errors_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["tune", "--gpu", "T4", "--measured-mib", "0"])[0] == 1
+    assert run(["tune", "--gpu", "X1", "--measured-mib", "10"])[0] == 1
+    assert "unknown GPU model 'X1'" in capsys.readouterr().err
+
+
+def test_tune_unreadable_file_exits_2(tmp_path: Path) -> None:
+    assert run(["tune", "--gpu", "T4", "--from-nvidia-smi", str(tmp_path / "none.csv")])[0] == 2

@@ -1,0 +1,64 @@
+"""The capacity plan reproduces the seed's table (2 slots become 11)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from gpushare import catalog
+from gpushare.plan import build_plan, capacity_json, capacity_table
+from gpushare.stack_config import load_stack_file
+from gpushare.tuning import max_replicas
+
+
+def _plan(project_dir: Path, stack: str) -> Any:
+    return build_plan(load_stack_file(project_dir / f"Pulumi.{stack}.yaml"))
+
+
+def test_prod_plan_is_the_seed_table(project_dir: Path) -> None:
+    capacity = capacity_json(_plan(project_dir, "prod"))
+    pools = {p["name"]: p for p in capacity["pools"]}  # type: ignore[attr-defined]
+    assert pools["l20"]["replicas"] == 8
+    assert pools["l20"]["slots"] == 8
+    assert round(pools["l20"]["utilization"] * 100, 1) == 80.2
+    assert int(pools["l20"]["headroomMiBPerSlot"]) == 1137
+    assert pools["t4"]["replicas"] == 3
+    assert round(pools["t4"]["utilization"] * 100, 1) == 86.0
+    assert int(pools["t4"]["headroomMiBPerSlot"]) == 719  # not the seed's ~759
+    assert capacity["totalSlots"] == 11
+    assert capacity["slotsBefore"] == 2
+    assert capacity["fallbackReplicas"] == 2
+
+
+def test_staging_plan_time_slices_the_mig_instances(project_dir: Path) -> None:
+    plan = _plan(project_dir, "staging")
+    h20 = plan.pool("h20")
+    instance_mib = catalog.gpu("H20").mig_profile("1g.12gb").memory_mib
+    per_instance = max_replicas(instance_mib, 4621, 0.9)
+    assert h20.mig_instances_per_gpu == 7
+    assert h20.replicas == per_instance
+    assert h20.slots == 7 * per_instance
+    assert [s.resource for s in h20.shared] == ["nvidia.com/mig-1g.12gb"]
+    assert plan.total_slots == 7 * per_instance + 8
+    assert plan.slots_before == 2
+    # `any` serves whole GPUs only: the MIG tuning does not drag it down.
+    assert plan.fallback_replicas == max_replicas(46068, 4621, 0.9)
+
+
+def test_exclusive_and_untuned_pools(project_dir: Path, stack_document: Any, write_stack: Any) -> None:
+    doc = stack_document("prod")
+    doc["config"]["gpushare:pools"][1]["sharing"] = {"mode": "exclusive"}
+    doc["config"]["gpushare:pools"][0]["nodes"] = {"min": 0, "max": 4, "desired": 3}
+    plan = build_plan(load_stack_file(write_stack(doc, "mixed")))
+    assert plan.pool("t4").slots == 1
+    assert plan.pool("t4").shared == ()
+    assert plan.pool("l20").slots == 24
+    assert plan.total_slots == 25
+    assert plan.slots_before == 4
+
+
+def test_table_prints_totals(project_dir: Path) -> None:
+    table = capacity_table(capacity_json(_plan(project_dir, "prod")))
+    assert "80.2 %" in table and "86.0 %" in table
+    assert "~1137 MiB" in table and "~719 MiB" in table
+    assert "11 schedulable GPU slots against 2 before sharing" in table

@@ -1,0 +1,215 @@
+"""The stack-config model: every rule fails with the file and the key path, never a traceback."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpushare.errors import ConfigError
+from gpushare.stack_config import Mig, TimeSlicing, load_stack_file
+
+Doc = dict[str, Any]
+
+
+def test_prod_stack_is_the_seed_cluster(project_dir: Path) -> None:
+    stack = load_stack_file(project_dir / "Pulumi.prod.yaml")
+    assert stack.stack == "prod"
+    assert [(p.name, p.gpu, p.instance_type) for p in stack.pools] == [
+        ("l20", "L20", "PNV5b.8XLARGE96"),
+        ("t4", "T4", "GN7.2XLARGE32"),
+    ]
+    measured = [p.sharing.measured_mib for p in stack.pools if isinstance(p.sharing, TimeSlicing)]
+    assert measured == [4621, 4401]
+    assert stack.plugin.mode == "daemonsets"
+    assert stack.plugin.plugin_version == "0.14.5"
+    assert stack.region == "ap-singapore"
+
+
+def test_staging_stack_has_a_mixed_h20_mig_pool(project_dir: Path) -> None:
+    stack = load_stack_file(project_dir / "Pulumi.staging.yaml")
+    h20 = stack.pool("h20")
+    assert isinstance(h20.sharing, Mig)
+    assert h20.sharing.mig_layout == {"1g.12gb": 7}
+    assert h20.sharing.strategy == "mixed"  # time-sliced MIG instances need mixed
+    assert stack.plugin.mode == "helm"
+    assert stack.plugin.plugin_version == "0.17.1"
+
+
+def _error(write_stack: Callable[[Doc, str], Path], document: Doc) -> str:
+    with pytest.raises(ConfigError) as caught:
+        load_stack_file(write_stack(document, "bad"))
+    return str(caught.value)
+
+
+def test_measured_must_be_positive(stack_document: Callable[[str], Doc], write_stack: Any) -> None:
+    doc = stack_document("prod")
+    doc["config"]["gpushare:pools"][1]["sharing"]["measuredMiB"] = 0
+    assert _error(write_stack, doc) == "Pulumi.bad.yaml: gpushare:pools[1].sharing.measuredMiB: must be > 0"
+
+
+def test_measured_above_gpu_memory(stack_document: Any, write_stack: Any) -> None:
+    doc = stack_document("prod")
+    doc["config"]["gpushare:pools"][1]["sharing"]["measuredMiB"] = 16000
+    assert _error(write_stack, doc) == (
+        "Pulumi.bad.yaml: gpushare:pools[1].sharing.measuredMiB: 16000 MiB is more than T4's 15360 MiB"
+    )
+
+
+def test_unknown_gpu_model(stack_document: Any, write_stack: Any) -> None:
+    doc = stack_document("prod")
+    doc["config"]["gpushare:pools"][0]["gpu"] = "L30"
+    message = _error(write_stack, doc)
+    assert message.startswith(
+        "Pulumi.bad.yaml: gpushare:pools[0].gpu: unknown GPU model 'L30' (known: L20, T4"
+    )
+
+
+def test_instance_type_must_match_gpu(stack_document: Any, write_stack: Any) -> None:
+    doc = stack_document("prod")
+    doc["config"]["gpushare:pools"][0]["instanceType"] = "GN7.2XLARGE32"
+    assert _error(write_stack, doc) == (
+        "Pulumi.bad.yaml: gpushare:pools[0].instanceType: GN7.2XLARGE32 carries T4, not L20"
+    )
+
+
+def test_unknown_instance_type_needs_gpus_per_node(stack_document: Any, write_stack: Any) -> None:
+    doc = stack_document("prod")
+    doc["config"]["gpushare:pools"][0]["instanceType"] = "PNV5b.16XLARGE192"
+    assert "gpushare:pools[0].gpusPerNode: required" in _error(write_stack, doc)
+
+
+@pytest.mark.parametrize(
+    "ceiling, expected", [(0, "must be > 0"), (1.5, "must be <= 1"), ("0.9", "must be a number")]
+)
+def test_ceiling_outside_0_1(stack_document: Any, write_stack: Any, ceiling: object, expected: str) -> None:
+    doc = stack_document("prod")
+    doc["config"]["gpushare:sharing"]["utilizationCeiling"] = ceiling
+    assert _error(write_stack, doc) == f"Pulumi.bad.yaml: gpushare:sharing.utilizationCeiling: {expected}"
+
+
+def test_ceiling_of_one_is_allowed(stack_document: Any, write_stack: Any) -> None:
+    doc = stack_document("prod")
+    doc["config"]["gpushare:sharing"]["utilizationCeiling"] = 1
+    assert load_stack_file(write_stack(doc, "ok")).sharing.utilization_ceiling == 1.0
+
+
+def test_mig_on_a_non_mig_gpu(stack_document: Any, write_stack: Any) -> None:
+    doc = stack_document("prod")
+    doc["config"]["gpushare:pools"][0]["sharing"] = {"mode": "mig", "migLayout": {"1g.12gb": 7}}
+    assert (
+        _error(write_stack, doc)
+        == "Pulumi.bad.yaml: gpushare:pools[0].sharing.mode: mig: L20 does not support MIG"
+    )
+
+
+def test_mig_layout_that_does_not_fit(stack_document: Any, write_stack: Any) -> None:
+    doc = stack_document("staging")
+    doc["config"]["gpushare:pools"][0]["sharing"]["migLayout"] = {"1g.12gb": 8}
+    assert "gpushare:pools[0].sharing.migLayout: " in _error(write_stack, doc)
+
+
+def test_seed_h100_names_on_h20_are_rejected(stack_document: Any, write_stack: Any) -> None:
+    doc = stack_document("staging")
+    doc["config"]["gpushare:pools"][0]["sharing"]["migLayout"] = {"3g.47gb": 2}
+    message = _error(write_stack, doc)
+    assert "gpushare:pools[0].sharing.migLayout" in message
+    assert "3g.48gb" in message
+
+
+def test_duplicate_pool_names(stack_document: Any, write_stack: Any) -> None:
+    doc = stack_document("prod")
+    doc["config"]["gpushare:pools"][1]["name"] = "l20"
+    assert _error(write_stack, doc) == "Pulumi.bad.yaml: gpushare:pools[1].name: duplicate pool name 'l20'"
+
+
+def test_wrong_types(stack_document: Any, write_stack: Any) -> None:
+    doc = stack_document("prod")
+    doc["config"]["gpushare:pools"][0]["nodes"]["desired"] = "1"
+    assert _error(write_stack, doc) == "Pulumi.bad.yaml: gpushare:pools[0].nodes.desired: must be an integer"
+
+
+def test_misspelled_key(stack_document: Any, write_stack: Any) -> None:
+    doc = stack_document("prod")
+    doc["config"]["gpushare:pools"][0]["sharing"]["measuredMib"] = 4621
+    message = _error(write_stack, doc)
+    assert "Pulumi.bad.yaml: gpushare:pools[0].sharing.measuredMib: unknown key" in message
+
+
+def test_missing_cluster_id(stack_document: Any, write_stack: Any) -> None:
+    doc = stack_document("prod")
+    del doc["config"]["gpushare:cluster"]["id"]
+    assert _error(write_stack, doc) == "Pulumi.bad.yaml: gpushare:cluster.id: required"
+
+
+def test_missing_cluster(stack_document: Any, write_stack: Any) -> None:
+    doc = stack_document("prod")
+    del doc["config"]["gpushare:cluster"]
+    assert _error(write_stack, doc).startswith("Pulumi.bad.yaml: gpushare:cluster: missing")
+
+
+def test_plain_text_secrets_are_rejected(stack_document: Any, write_stack: Any) -> None:
+    doc = stack_document("prod")
+    doc["config"]["tencentcloud:secretKey"] = "AKIDplaintext"
+    assert _error(write_stack, doc) == (
+        "Pulumi.bad.yaml: tencentcloud:secretKey: must be a secret (pulumi config set --secret tencentcloud:secretKey ...)"
+    )
+
+
+def test_secure_secrets_are_accepted(stack_document: Any, write_stack: Any) -> None:
+    doc = stack_document("prod")
+    doc["config"]["tencentcloud:secretKey"] = {"secure": "v1:abc"}
+    doc["config"]["gpushare:kubeconfig"] = {"secure": "v1:def"}
+    assert load_stack_file(write_stack(doc, "ok")).has_kubeconfig
+
+
+def test_unknown_top_level_key(stack_document: Any, write_stack: Any) -> None:
+    doc = stack_document("prod")
+    doc["config"]["gpushare:pool"] = []
+    assert "Pulumi.bad.yaml: gpushare:pool: unknown key" in _error(write_stack, doc)
+
+
+def test_adopted_managed_plugin_needs_an_existing_pool(stack_document: Any, write_stack: Any) -> None:
+    doc = stack_document("prod")
+    doc["config"]["gpushare:sharing"]["devicePlugin"]["managedPlugin"]["pool"] = "a10"
+    assert _error(write_stack, doc) == (
+        "Pulumi.bad.yaml: gpushare:sharing.devicePlugin.managedPlugin.pool: no pool named 'a10'"
+    )
+
+
+def test_helm_mig_strategy_that_overrides_pool_files(stack_document: Any, write_stack: Any) -> None:
+    doc = stack_document("staging")
+    doc["config"]["gpushare:sharing"]["devicePlugin"]["migStrategy"] = "single"
+    assert "gpushare:sharing.devicePlugin.migStrategy: single would override pool h20's mixed" in _error(
+        write_stack, doc
+    )
+
+
+def test_several_errors_are_all_reported(stack_document: Any, write_stack: Any) -> None:
+    doc = stack_document("prod")
+    doc["config"]["gpushare:pools"][0]["nodes"]["min"] = -1
+    doc["config"]["gpushare:pools"][1]["sharing"]["measuredMiB"] = -1
+    lines = _error(write_stack, doc).splitlines()
+    assert "Pulumi.bad.yaml: gpushare:pools[0].nodes.min: must be >= 0" in lines
+    assert "Pulumi.bad.yaml: gpushare:pools[1].sharing.measuredMiB: must be > 0" in lines
+
+
+def test_missing_and_broken_files(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="Pulumi.nope.yaml: no such stack file"):
+        load_stack_file(tmp_path / "Pulumi.nope.yaml")
+    broken = tmp_path / "Pulumi.broken.yaml"
+    broken.write_text("config: [unclosed\n")
+    with pytest.raises(ConfigError, match="Pulumi.broken.yaml: not valid YAML"):
+        load_stack_file(broken)
+
+
+def test_unquoted_date_is_read_as_a_string(stack_document: Any, write_stack: Any) -> None:
+    doc = stack_document("prod")
+    path = write_stack(doc, "dates")
+    path.write_text(path.read_text().replace("measuredAt: '2025-06-01'", "measuredAt: 2025-06-01"))
+    stack = load_stack_file(path)
+    sharing = stack.pools[0].sharing
+    assert isinstance(sharing, TimeSlicing)
+    assert sharing.measured_at == "2025-06-01"

@@ -1,0 +1,115 @@
+"""The tuning rule against the seed's numbers and its edge cases."""
+
+from pathlib import Path
+
+import pytest
+
+from gpushare import catalog
+from gpushare.errors import GpushareError
+from gpushare.tuning import fallback_replicas, largest_process_mib, max_replicas, total_memory_mib, tune
+
+FIXTURES = Path(__file__).parent / "fixtures" / "nvidia_smi"
+
+
+def test_seed_l20_gets_8_replicas_at_80_percent() -> None:
+    result = tune(catalog.gpu("L20"), 4621)
+    assert result.replicas == 8
+    assert result.shared
+    assert round(result.utilization * 100, 1) == 80.2
+    assert int(result.headroom_mib_per_slot) == 1137
+
+
+def test_seed_t4_gets_3_replicas_and_the_arithmetic_headroom() -> None:
+    result = tune(catalog.gpu("T4"), 4401)
+    assert result.replicas == 3
+    assert round(result.utilization * 100, 1) == 86.0
+    # The seed's table says ~759 MiB; 15360 / 3 - 4401 is 719.
+    assert result.headroom_mib_per_slot == 15360 / 3 - 4401
+
+
+def test_fallback_is_smallest_memory_over_largest_measurement() -> None:
+    tunings = [tune(catalog.gpu("L20"), 4621), tune(catalog.gpu("T4"), 4401)]
+    # floor(0.9 x 15360 / 4621) = floor(2.99) = 2: the seed's `any` key.
+    assert fallback_replicas(tunings) == 2
+
+
+def test_fallback_without_shared_gpus_is_zero() -> None:
+    assert fallback_replicas([tune(catalog.gpu("T4"), 9000)]) == 0
+
+
+def test_below_two_replicas_sharing_is_off() -> None:
+    result = tune(catalog.gpu("T4"), 9000)
+    assert result.replicas == 1
+    assert not result.shared
+    assert result.slots == 1
+
+
+def test_ceiling_changes_the_result_exactly_at_the_boundary() -> None:
+    # 0.5 x 46068 / 5758.5 is exactly 4: exact arithmetic must not round it down to 3.
+    assert max_replicas(46068, 5758, 0.5) == 4
+    assert max_replicas(10000, 1000, 1.0) == 10
+    assert max_replicas(10000, 1001, 1.0) == 9
+
+
+@pytest.mark.parametrize("ceiling", [0, -0.1, 1.01])
+def test_ceiling_outside_0_1_is_rejected(ceiling: float) -> None:
+    with pytest.raises(GpushareError, match="ceiling"):
+        tune(catalog.gpu("L20"), 4621, ceiling)
+
+
+@pytest.mark.parametrize("measured", [0, -5])
+def test_measured_must_be_positive(measured: int) -> None:
+    with pytest.raises(GpushareError, match="must be > 0"):
+        tune(catalog.gpu("L20"), measured)
+
+
+def test_measured_above_gpu_memory_is_rejected() -> None:
+    with pytest.raises(GpushareError, match="does not fit L20"):
+        tune(catalog.gpu("L20"), 46069)
+
+
+def test_mig_profile_uses_the_instance_memory() -> None:
+    h20 = catalog.gpu("H20")
+    instance = h20.mig_profile("1g.12gb").memory_mib
+    result = tune(h20, 4621, mig_profile="1g.12gb")
+    assert result.memory_mib == instance
+    assert result.replicas == max_replicas(instance, 4621, 0.9)
+    with pytest.raises(GpushareError, match="does not fit H20 MIG 1g.12gb"):
+        tune(h20, instance + 1, mig_profile="1g.12gb")
+
+
+def test_mig_profile_on_a_non_mig_gpu_is_rejected() -> None:
+    with pytest.raises(GpushareError, match="does not support MIG"):
+        tune(catalog.gpu("T4"), 1000, mig_profile="1g.5gb")
+
+
+def test_largest_process_wins_in_compute_apps_csv() -> None:
+    assert largest_process_mib((FIXTURES / "compute_apps_l20.csv").read_text()) == 4621
+
+
+def test_compute_apps_csv_without_header_and_units() -> None:
+    assert largest_process_mib("1, a, 300\n2, b, 1200\n") == 1200
+
+
+def test_compute_apps_csv_with_no_process_is_an_error() -> None:
+    with pytest.raises(GpushareError, match="no compute processes"):
+        largest_process_mib("pid, process_name, used_memory [MiB]\n")
+
+
+def test_total_memory_from_nvidia_smi_q() -> None:
+    assert total_memory_mib((FIXTURES / "q_l20.txt").read_text()) == 46068
+
+
+def test_json_keys() -> None:
+    data = tune(catalog.gpu("L20"), 4621).as_json()
+    assert {
+        "gpu",
+        "memoryMiB",
+        "measuredMiB",
+        "ceiling",
+        "replicas",
+        "shared",
+        "utilization",
+        "headroomMiBPerSlot",
+    } <= set(data)
+    assert data["replicas"] == 8
