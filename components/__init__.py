@@ -1,0 +1,1 @@
+"""Pulumi ComponentResources, one per file, and the adapter that reads the stack config from Pulumi."""

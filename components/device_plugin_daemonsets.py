@@ -1,0 +1,103 @@
+"""DevicePluginDaemonSets: one device-plugin DaemonSet per pool (plugin 0.14.5 has no per-node config
+selection, so each pool's DaemonSet reads its own key's file)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from gpushare import kube_names, plugin_pod
+from gpushare.plugin_configs import PluginConfigEntry
+
+
+@dataclass(frozen=True)
+class DevicePluginDaemonSetsArgs:
+    entries: Sequence[PluginConfigEntry]
+    image: str
+    config_map_name: str = kube_names.CONFIG_MAP_NAME
+    namespace: str = kube_names.CONFIG_MAP_NAMESPACE
+
+
+def plugin_container(entry: PluginConfigEntry, image: str) -> k8s.core.v1.ContainerArgs:
+    return k8s.core.v1.ContainerArgs(
+        name=kube_names.PLUGIN_CONTAINER,
+        image=image,
+        command=list(plugin_pod.COMMAND),
+        args=plugin_pod.plugin_args(entry.key),
+        env=[k8s.core.v1.EnvVarArgs(name=k, value=v) for k, v in plugin_pod.ENV.items()],
+        resources=k8s.core.v1.ResourceRequirementsArgs(
+            limits=dict(plugin_pod.RESOURCES), requests=dict(plugin_pod.RESOURCES)
+        ),
+        security_context=k8s.core.v1.SecurityContextArgs(
+            capabilities=k8s.core.v1.CapabilitiesArgs(drop=["ALL"])
+        ),
+        volume_mounts=[
+            k8s.core.v1.VolumeMountArgs(
+                name=plugin_pod.DEVICE_PLUGIN_VOLUME, mount_path=plugin_pod.DEVICE_PLUGIN_DIR
+            ),
+            k8s.core.v1.VolumeMountArgs(
+                name=kube_names.CONFIG_VOLUME, mount_path=kube_names.CONFIG_MOUNT_DIR
+            ),
+        ],
+    )
+
+
+class DevicePluginDaemonSets(pulumi.ComponentResource):
+    daemonset_names: dict[str, str]
+
+    def __init__(
+        self, name: str, args: DevicePluginDaemonSetsArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("gpushare:k8s:DevicePluginDaemonSets", name, None, opts)
+        self.daemonset_names = {}
+        for entry in args.entries:
+            ds_name = plugin_pod.daemonset_name(entry.key)
+            selector = plugin_pod.pod_selector_labels(entry.key)
+            k8s.apps.v1.DaemonSet(
+                f"{name}-{entry.key}",
+                k8s.apps.v1.DaemonSetInitArgs(
+                    metadata=k8s.meta.v1.ObjectMetaArgs(
+                        name=ds_name,
+                        namespace=args.namespace,
+                        labels={kube_names.ANNOTATION_MANAGED_BY: "pulumi", kube_names.LABEL_POOL: entry.key},
+                    ),
+                    spec=k8s.apps.v1.DaemonSetSpecArgs(
+                        selector=k8s.meta.v1.LabelSelectorArgs(match_labels=selector),
+                        update_strategy=k8s.apps.v1.DaemonSetUpdateStrategyArgs(type="RollingUpdate"),
+                        template=k8s.core.v1.PodTemplateSpecArgs(
+                            metadata=k8s.meta.v1.ObjectMetaArgs(
+                                labels=selector,
+                                # The plugin never re-reads its file (seed pitfall 1): a new checksum rolls
+                                # exactly this pool's pods when its key changes.
+                                annotations={kube_names.ANNOTATION_CONFIG_SHA256: entry.sha256},
+                            ),
+                            spec=k8s.core.v1.PodSpecArgs(
+                                node_selector=plugin_pod.node_selector(entry.key),
+                                tolerations=[k8s.core.v1.TolerationArgs(operator="Exists")],
+                                priority_class_name=plugin_pod.PRIORITY_CLASS,
+                                containers=[plugin_container(entry, args.image)],
+                                volumes=[
+                                    k8s.core.v1.VolumeArgs(
+                                        name=plugin_pod.DEVICE_PLUGIN_VOLUME,
+                                        host_path=k8s.core.v1.HostPathVolumeSourceArgs(
+                                            path=plugin_pod.DEVICE_PLUGIN_DIR
+                                        ),
+                                    ),
+                                    k8s.core.v1.VolumeArgs(
+                                        name=kube_names.CONFIG_VOLUME,
+                                        config_map=k8s.core.v1.ConfigMapVolumeSourceArgs(
+                                            name=args.config_map_name
+                                        ),
+                                    ),
+                                ],
+                            ),
+                        ),
+                    ),
+                ),
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            self.daemonset_names[entry.key] = ds_name
+        self.register_outputs({"daemonsets": self.daemonset_names})

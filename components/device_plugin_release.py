@@ -1,0 +1,75 @@
+"""DevicePluginRelease: NVIDIA's device-plugin Helm chart with every pool's config in `config.map`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from gpushare import kube_names, plugin_pod
+from gpushare.plan import FALLBACK_KEY
+from gpushare.plugin_configs import PluginConfigEntry
+from gpushare.stack_config import DevicePlugin
+
+CHART = "nvidia-device-plugin"
+
+
+@dataclass(frozen=True)
+class DevicePluginReleaseArgs:
+    plugin: DevicePlugin
+    entries: Sequence[PluginConfigEntry]
+
+
+def release_values(args: DevicePluginReleaseArgs) -> dict[str, Any]:
+    plugin = args.plugin
+    values: dict[str, Any] = {
+        "config": {
+            "map": {e.key: e.text for e in args.entries},
+            # Nodes whose label names no key (or carry none) get the conservative fallback.
+            "default": FALLBACK_KEY,
+        },
+        "gfd": {"enabled": plugin.gfd_enabled},
+        "priorityClassName": plugin_pod.PRIORITY_CLASS,
+        "tolerations": [
+            {"key": "CriticalAddonsOnly", "operator": "Exists"},
+            {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+        ],
+        # Provenance of every replica count, visible on the plugin pods.
+        "podAnnotations": {kube_names.tuning_annotation(e.key): e.provenance_json for e in args.entries},
+    }
+    # Rendered by the chart as MIG_STRATEGY env, which overrides every per-node file: set only when the
+    # stack says so (the stack model checks it agrees with every pool).
+    if plugin.mig_strategy is not None:
+        values["migStrategy"] = plugin.mig_strategy
+    if plugin.image:
+        repository, _, tag = plugin.image.rpartition(":")
+        values["image"] = {"repository": repository, "tag": tag}
+    return values
+
+
+class DevicePluginRelease(pulumi.ComponentResource):
+    chart_version: str
+
+    def __init__(
+        self, name: str, args: DevicePluginReleaseArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("gpushare:helm:DevicePluginRelease", name, None, opts)
+        plugin = args.plugin
+        self.chart_version = plugin.plugin_version
+        release = k8s.helm.v3.Release(
+            f"{name}-release",
+            k8s.helm.v3.ReleaseArgs(
+                name=CHART,
+                chart=CHART,
+                version=plugin.plugin_version,
+                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=plugin.chart_repository),
+                namespace=plugin.namespace,
+                create_namespace=True,
+                values=release_values(args),
+            ),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        self.register_outputs({"chartVersion": self.chart_version, "status": release.status})

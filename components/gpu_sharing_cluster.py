@@ -1,0 +1,92 @@
+"""GpuSharingCluster: the whole GPU-sharing set-up of one cluster, composed from the validated stack."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+
+from components.device_plugin_daemonsets import DevicePluginDaemonSets, DevicePluginDaemonSetsArgs
+from components.device_plugin_release import DevicePluginRelease, DevicePluginReleaseArgs
+from components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
+from components.managed_device_plugin import ManagedDevicePlugin, ManagedDevicePluginArgs
+from components.mig_partition import MigPartition, MigPartitionArgs
+from components.time_slicing_config import TimeSlicingConfig, TimeSlicingConfigArgs
+from gpushare import kube_names
+from gpushare.plan import FALLBACK_KEY, SharingPlan, build_plan, capacity_json
+from gpushare.plugin_configs import plugin_config_entries
+from gpushare.stack_config import Mig, StackConfig
+
+
+@dataclass(frozen=True)
+class GpuSharingClusterArgs:
+    stack: StackConfig
+
+
+class GpuSharingCluster(pulumi.ComponentResource):
+    plan: SharingPlan
+    capacity: dict[str, Any]
+
+    def __init__(
+        self, name: str, args: GpuSharingClusterArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("gpushare:index:GpuSharingCluster", name, None, opts)
+        stack = args.stack
+        plugin = stack.plugin
+        self.plan = build_plan(stack)
+        self.capacity = capacity_json(self.plan)
+        entries = plugin_config_entries(self.plan)
+        child = pulumi.ResourceOptions(parent=self)
+
+        for pool in stack.pools:
+            extra: dict[str, str] = {}
+            script = None
+            if isinstance(pool.sharing, Mig):
+                partition = MigPartition(f"{name}-{pool.name}-mig", MigPartitionArgs(pool), child)
+                extra[kube_names.LABEL_MIG_CONFIG] = partition.config_name
+                script = partition.pre_start_script
+            if plugin.mode == "helm" and not plugin.node_feature_discovery:
+                extra[kube_names.LABEL_GPU_PRESENT] = "true"
+            GpuNodePool(
+                f"{name}-{pool.name}",
+                GpuNodePoolArgs(
+                    cluster=stack.cluster,
+                    pool=pool,
+                    extra_labels=extra,
+                    pre_start_script=script,
+                    protect=pool.protect if pool.protect is not None else stack.protect_pools,
+                ),
+                child,
+            )
+
+        managed = plugin.managed_plugin
+        adopted = (
+            next((e for e in entries if e.key == managed.pool), None) if managed.action == "adopt" else None
+        )
+        if plugin.mode == "daemonsets":
+            config_map = TimeSlicingConfig(f"{name}-config", TimeSlicingConfigArgs(entries), child)
+            after_config = pulumi.ResourceOptions(parent=self, depends_on=[config_map])
+            DevicePluginDaemonSets(
+                f"{name}-plugins",
+                DevicePluginDaemonSetsArgs(
+                    entries=[e for e in entries if e.key not in (FALLBACK_KEY, managed.pool)],
+                    image=plugin.plugin_image,
+                    config_map_name=config_map.config_map_name,
+                ),
+                after_config,
+            )
+            ManagedDevicePlugin(
+                f"{name}-managed-plugin", ManagedDevicePluginArgs(managed, adopted), after_config
+            )
+        else:
+            DevicePluginRelease(f"{name}-device-plugin", DevicePluginReleaseArgs(plugin, entries), child)
+            ManagedDevicePlugin(f"{name}-managed-plugin", ManagedDevicePluginArgs(managed), child)
+
+        self.register_outputs(
+            {
+                "pools": self.capacity["pools"],
+                "totalSlots": self.capacity["totalSlots"],
+                "slotsBefore": self.capacity["slotsBefore"],
+            }
+        )

@@ -1,0 +1,97 @@
+"""ManagedDevicePlugin: a server-side-apply patch on TKE's own device-plugin DaemonSet.
+
+Two plugins on one node fight over `nvidia.com/gpu`, so TKE's DaemonSet is either parked (given a
+nodeSelector no node carries) or adopted as one pool's plugin (the seed did that for T4). TKE may
+reconcile the DaemonSet back; `pulumi preview --refresh` then shows the drift and `pulumi up` re-applies.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from gpushare import kube_names, plugin_pod
+from gpushare.plugin_configs import PluginConfigEntry
+from gpushare.stack_config import ManagedPlugin
+
+# Take over the fields TKE's field manager owns (args, nodeSelector) instead of failing on the conflict.
+PATCH_FORCE = {"pulumi.com/patchForce": "true"}
+
+
+@dataclass(frozen=True)
+class ManagedDevicePluginArgs:
+    managed: ManagedPlugin
+    # The adopted pool's config entry; None parks the DaemonSet.
+    adopted: PluginConfigEntry | None = None
+    config_map_name: str = kube_names.CONFIG_MAP_NAME
+
+
+def _parked_spec() -> k8s.apps.v1.DaemonSetSpecPatchArgs:
+    return k8s.apps.v1.DaemonSetSpecPatchArgs(
+        template=k8s.core.v1.PodTemplateSpecPatchArgs(
+            spec=k8s.core.v1.PodSpecPatchArgs(
+                node_selector={kube_names.LABEL_PARKED: kube_names.PARKED_VALUE}
+            )
+        )
+    )
+
+
+def _adopted_spec(
+    entry: PluginConfigEntry, container: str, config_map: str
+) -> k8s.apps.v1.DaemonSetSpecPatchArgs:
+    return k8s.apps.v1.DaemonSetSpecPatchArgs(
+        template=k8s.core.v1.PodTemplateSpecPatchArgs(
+            metadata=k8s.meta.v1.ObjectMetaPatchArgs(
+                annotations={kube_names.ANNOTATION_CONFIG_SHA256: entry.sha256}
+            ),
+            spec=k8s.core.v1.PodSpecPatchArgs(
+                node_selector=plugin_pod.node_selector(entry.key),
+                containers=[
+                    k8s.core.v1.ContainerPatchArgs(
+                        name=container,
+                        args=plugin_pod.plugin_args(entry.key),
+                        volume_mounts=[
+                            k8s.core.v1.VolumeMountPatchArgs(
+                                name=kube_names.CONFIG_VOLUME, mount_path=kube_names.CONFIG_MOUNT_DIR
+                            )
+                        ],
+                    )
+                ],
+                volumes=[
+                    k8s.core.v1.VolumePatchArgs(
+                        name=kube_names.CONFIG_VOLUME,
+                        config_map=k8s.core.v1.ConfigMapVolumeSourcePatchArgs(name=config_map),
+                    )
+                ],
+            ),
+        )
+    )
+
+
+class ManagedDevicePlugin(pulumi.ComponentResource):
+    action: str
+
+    def __init__(
+        self, name: str, args: ManagedDevicePluginArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("gpushare:k8s:ManagedDevicePlugin", name, None, opts)
+        managed = args.managed
+        self.action = "adopt" if args.adopted else "park"
+        spec = (
+            _adopted_spec(args.adopted, managed.container_name, args.config_map_name)
+            if args.adopted
+            else _parked_spec()
+        )
+        k8s.apps.v1.DaemonSetPatch(
+            f"{name}-patch",
+            k8s.apps.v1.DaemonSetPatchArgs(
+                metadata=k8s.meta.v1.ObjectMetaPatchArgs(
+                    name=managed.name, namespace=managed.namespace, annotations=dict(PATCH_FORCE)
+                ),
+                spec=spec,
+            ),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        self.register_outputs({"action": self.action, "pool": args.adopted.key if args.adopted else None})

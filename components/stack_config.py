@@ -1,0 +1,38 @@
+"""Read the stack config from the Pulumi runtime into gpushare's validated model, once."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pulumi
+from pulumi.runtime import config as runtime_config
+
+from gpushare.errors import GpushareError
+from gpushare.stack_config import PROJECT, StackConfig, from_config_values, stack_file_name
+
+
+def _decode(value: str) -> Any:
+    # The CLI hands every value over as a string; structured values (and bools, numbers) as JSON.
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value
+
+
+def read_stack_config() -> StackConfig:
+    """The validated stack config, or a `pulumi.RunError` that the CLI prints without a traceback."""
+    stack = pulumi.get_stack()
+    # The runtime keeps every `namespace:key` it was given here; reading the whole map (not only the keys
+    # we know) is what lets a misspelled `gpushare:` key fail instead of being ignored.
+    keys = set(runtime_config.CONFIG.get()) | set(runtime_config.get_config_env())
+    values = {}
+    for key in sorted(keys):
+        if key.startswith(f"{PROJECT}:") or key.startswith("tencentcloud:"):
+            raw = runtime_config.get_config(key)
+            values[key] = _decode(raw) if key.startswith(f"{PROJECT}:") else raw
+    secret_keys = [key for key in values if runtime_config.is_config_secret(key)]
+    try:
+        return from_config_values(values, stack=stack, source=stack_file_name(stack), secret_keys=secret_keys)
+    except GpushareError as err:
+        raise pulumi.RunError(str(err)) from None

@@ -1,0 +1,44 @@
+"""Names gpushare puts on Kubernetes objects and nodes, shared by the program and the policy pack."""
+
+# TKE's switch for its built-in device plugin; TKE sets it on GPU nodes itself.
+LABEL_DEVICE_ENABLE = "nvidia-device-enable"
+DEVICE_ENABLE_VALUE = "enable"
+# Read by the upstream config-manager (Helm mode) and by our per-pool DaemonSets' nodeSelector.
+LABEL_PLUGIN_CONFIG = "nvidia.com/device-plugin.config"
+LABEL_GPU_MODEL = "gpushare.io/gpu-model"
+LABEL_POOL = "gpushare.io/pool"
+# Chart >= 0.15 schedules only where NFD's PCI label or this label says a GPU is present.
+LABEL_GPU_PRESENT = "nvidia.com/gpu.present"
+# mig-parted / GPU Operator MIG manager: the desired MIG config of a node.
+LABEL_MIG_CONFIG = "nvidia.com/mig.config"
+
+ANNOTATION_CONFIG_SHA256 = "gpushare.io/config-sha256"
+ANNOTATION_TUNING_PREFIX = "gpushare.io/tuning-"
+ANNOTATION_MANAGED_BY = "app.kubernetes.io/managed-by"
+
+CONFIG_MAP_NAME = "time-slicing-config"
+CONFIG_MAP_NAMESPACE = "kube-system"
+CONFIG_MOUNT_DIR = "/etc/nvidia/time-slicing-config"
+CONFIG_VOLUME = "time-slicing-config"
+
+MIG_PARTED_CONFIG_MAP_NAME = "gpushare-mig-parted-config"
+MIG_PARTED_CONFIG_KEY = "config.yaml"
+
+# TKE's own device-plugin DaemonSet (the seed's cluster; container name as in NVIDIA's static manifest).
+MANAGED_PLUGIN_NAME = "nvidia-device-plugin-daemonset"
+MANAGED_PLUGIN_NAMESPACE = "kube-system"
+PLUGIN_CONTAINER = "nvidia-device-plugin-ctr"
+# Parking gives TKE's DaemonSet a nodeSelector that no node carries.
+LABEL_PARKED = "gpushare.io/managed-plugin"
+PARKED_VALUE = "parked"
+
+DAEMONSET_PREFIX = "nvidia-device-plugin-daemonset-"
+
+
+def tuning_annotation(key: str) -> str:
+    return ANNOTATION_TUNING_PREFIX + key
+
+
+def config_file_path(key: str) -> str:
+    """The plugin reads one key's file; the mount directory itself crashes v0.14.5 (seed pitfall 3)."""
+    return f"{CONFIG_MOUNT_DIR}/{key}"

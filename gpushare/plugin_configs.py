@@ -1,0 +1,89 @@
+"""The device-plugin config file of every pool (and the `any` fallback), with checksum and provenance.
+
+The same entries fill the ConfigMap (DaemonSet mode) and the chart's `config.map` (Helm mode); the
+checksum goes on the pods that read an entry, so a changed entry rolls exactly those pods.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+
+from gpushare import device_plugin_config
+from gpushare.plan import FALLBACK_KEY, GPU_RESOURCE, PoolPlan, SharingPlan
+from gpushare.stack_config import Mig, TimeSlicing
+
+
+@dataclass(frozen=True)
+class PluginConfigEntry:
+    key: str
+    text: str
+    provenance: dict[str, object]
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.text.encode()).hexdigest()
+
+    @property
+    def provenance_json(self) -> str:
+        return json.dumps(self.provenance, sort_keys=True, separators=(",", ":"))
+
+
+def _pool_entry(plan: PoolPlan) -> PluginConfigEntry:
+    if plan.shared:
+        config = device_plugin_config.time_slicing_config(
+            [(s.resource, s.tuning.replicas) for s in plan.shared], plan.mig_strategy
+        )
+    else:
+        config = device_plugin_config.exclusive_config(plan.mig_strategy)
+    sharing = plan.pool.sharing
+    measurement = (
+        sharing
+        if isinstance(sharing, TimeSlicing)
+        else (sharing.time_slicing if isinstance(sharing, Mig) else None)
+    )
+    provenance: dict[str, object] = {
+        "pool": plan.name,
+        "gpu": plan.gpu.key,
+        "mode": sharing.mode,
+        "migStrategy": plan.mig_strategy,
+        "resources": [
+            {
+                "resource": s.resource,
+                "migProfile": s.tuning.mig_profile,
+                "memoryMiB": s.tuning.memory_mib,
+                "measuredMiB": s.tuning.measured_mib,
+                "ceiling": s.tuning.ceiling,
+                "replicas": s.tuning.replicas,
+            }
+            for s in plan.shared
+        ],
+    }
+    if measurement is not None:
+        provenance["measuredMiB"] = measurement.measured_mib
+        provenance["measuredAt"] = measurement.measured_at
+        provenance["source"] = measurement.source
+    return PluginConfigEntry(plan.name, device_plugin_config.render(config), provenance)
+
+
+def _fallback_entry(plan: SharingPlan) -> PluginConfigEntry:
+    ceiling = plan.stack.sharing.utilization_ceiling
+    whole_gpu = [s.tuning for p in plan.pools for s in p.shared if s.tuning.mig_profile is None]
+    provenance: dict[str, object] = {
+        "rule": "smallest time-sliced GPU memory over the largest measurement",
+        "ceiling": ceiling,
+        "replicas": plan.fallback_replicas,
+    }
+    if plan.fallback_replicas >= 2:
+        provenance["memoryMiB"] = min(t.memory_mib for t in whole_gpu)
+        provenance["measuredMiB"] = max(t.measured_mib for t in whole_gpu)
+        config = device_plugin_config.time_slicing_config([(GPU_RESOURCE, plan.fallback_replicas)], "none")
+    else:
+        config = device_plugin_config.exclusive_config("none")
+    return PluginConfigEntry(FALLBACK_KEY, device_plugin_config.render(config), provenance)
+
+
+def plugin_config_entries(plan: SharingPlan) -> tuple[PluginConfigEntry, ...]:
+    """One entry per pool, in stack order, then `any`."""
+    return (*(_pool_entry(p) for p in plan.pools), _fallback_entry(plan))

@@ -1,0 +1,325 @@
+"""The whole Pulumi program, per stack file, under Pulumi's mocks with the real SDKs."""
+
+from __future__ import annotations
+
+import base64
+import copy
+import hashlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import pytest
+import yaml
+
+from offline.mock_run import ProgramRun, RecordedResource, load_stack_config, run_program
+from offline.program_mocks import program_mocks
+
+PROJECT_DIR = Path(__file__).resolve().parent.parent
+STACKS = sorted(
+    p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in PROJECT_DIR.glob("Pulumi.*.yaml")
+)
+
+CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
+DAEMONSET = "kubernetes:apps/v1:DaemonSet"
+DAEMONSET_PATCH = "kubernetes:apps/v1:DaemonSetPatch"
+NODE_POOL = "tencentcloud:Kubernetes/nodePool:NodePool"
+RELEASE = "kubernetes:helm.sh/v3:Release"
+
+# The seed's ConfigMap (shared/seed, "配置参考"), parsed.
+SEED_CONFIG_MAP = {
+    key: {
+        "version": "v1",
+        "flags": {"migStrategy": "none"},
+        "sharing": {
+            "timeSlicing": {
+                "renameByDefault": False,
+                "failRequestsGreaterThanOne": True,
+                "resources": [{"name": "nvidia.com/gpu", "replicas": replicas}],
+            }
+        },
+    }
+    for key, replicas in (("any", 2), ("l20", 8), ("t4", 3))
+}
+
+# The seed's L20 DaemonSet, as written there.
+SEED_L20_DAEMONSET = yaml.safe_load(
+    """
+apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: nvidia-device-plugin-daemonset-l20
+  namespace: kube-system
+spec:
+  selector:
+    matchLabels:
+      name: nvidia-device-plugin-ds-l20
+  updateStrategy:
+    type: RollingUpdate
+  template:
+    metadata:
+      labels:
+        name: nvidia-device-plugin-ds-l20
+    spec:
+      nodeSelector:
+        nvidia-device-enable: enable
+        nvidia.com/device-plugin.config: l20
+      tolerations:
+      - operator: Exists
+      priorityClassName: system-node-critical
+      containers:
+      - name: nvidia-device-plugin-ctr
+        image: sgccr.ccs.tencentyun.com/tkeimages/nvidia-device-plugin:v0.14.5
+        command: [nvidia-device-plugin]
+        args:
+        - --fail-on-init-error=false
+        - --mig-strategy=single
+        - --pass-device-specs=true
+        - --config-file=/etc/nvidia/time-slicing-config/l20
+        env:
+        - name: NVIDIA_DRIVER_CAPABILITIES
+          value: utility,compute
+        resources:
+          limits:
+            cpu: 100m
+            memory: 100Mi
+          requests:
+            cpu: 100m
+            memory: 100Mi
+        securityContext:
+          capabilities:
+            drop: [ALL]
+        volumeMounts:
+        - name: device-plugin
+          mountPath: /var/lib/kubelet/device-plugins
+        - name: time-slicing-config
+          mountPath: /etc/nvidia/time-slicing-config
+      volumes:
+      - name: device-plugin
+        hostPath:
+          path: /var/lib/kubelet/device-plugins
+      - name: time-slicing-config
+        configMap:
+          name: time-slicing-config
+"""
+)
+
+
+def run_stack(stack: str, project_dir: Path = PROJECT_DIR) -> ProgramRun:
+    config, secret_keys = load_stack_config(project_dir, stack)
+    return run_program(
+        project_dir, stack=stack, config=config, secret_keys=secret_keys, mocks=program_mocks()
+    )
+
+
+def run_document(document: dict[str, Any], tmp_path: Path, stack: str = "test") -> ProgramRun:
+    """Run the real program with a modified stack file (the program files are linked, not copied)."""
+    for entry in ("Pulumi.yaml", "__main__.py", "components", "gpushare"):
+        (tmp_path / entry).symlink_to(PROJECT_DIR / entry)
+    (tmp_path / f"Pulumi.{stack}.yaml").write_text(yaml.safe_dump(document, sort_keys=False))
+    return run_stack(stack, tmp_path)
+
+
+def only(
+    run: ProgramRun, type_: str, predicate: Callable[[RecordedResource], bool] = lambda r: True
+) -> RecordedResource:
+    found = [r for r in run.resources if r.type == type_ and predicate(r)]
+    assert len(found) == 1, [r.name for r in found]
+    return found[0]
+
+
+def named(name: str) -> Callable[[RecordedResource], bool]:
+    return lambda r: r.inputs.get("metadata", {}).get("name") == name
+
+
+@pytest.fixture(scope="module")
+def prod() -> ProgramRun:
+    return run_stack("prod")
+
+
+@pytest.fixture(scope="module")
+def staging() -> ProgramRun:
+    return run_stack("staging")
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_stack_in_the_repo_runs_and_exports_its_capacity(stack: str) -> None:
+    run = run_stack(stack)
+    capacity = run.stack_outputs["capacity"]
+    assert capacity["totalSlots"] == run.stack_outputs["totalSlots"] > capacity["slotsBefore"]
+    # Every resource but the root stack and the providers has a gpushare component above it.
+    for resource in run.resources:
+        if resource.type.startswith("pulumi:"):
+            continue
+        assert resource.parent is not None, resource.urn
+
+
+def test_prod_config_map_equals_the_seed_config_map(prod: ProgramRun) -> None:
+    config_map = only(prod, CONFIG_MAP, named("time-slicing-config"))
+    assert config_map.inputs["metadata"]["namespace"] == "kube-system"
+    parsed = {key: yaml.safe_load(text) for key, text in config_map.inputs["data"].items()}
+    assert parsed == SEED_CONFIG_MAP
+
+
+def test_prod_config_map_records_tuning_provenance(prod: ProgramRun) -> None:
+    annotations = only(prod, CONFIG_MAP, named("time-slicing-config")).inputs["metadata"]["annotations"]
+    l20 = yaml.safe_load(annotations["gpushare.io/tuning-l20"])
+    assert l20["gpu"] == "L20"
+    assert l20["measuredMiB"] == 4621
+    assert l20["resources"][0] | {"measuredMiB": 4621} == {
+        "resource": "nvidia.com/gpu",
+        "migProfile": None,
+        "memoryMiB": 46068,
+        "measuredMiB": 4621,
+        "ceiling": 0.9,
+        "replicas": 8,
+    }
+    fallback = yaml.safe_load(annotations["gpushare.io/tuning-any"])
+    assert (fallback["memoryMiB"], fallback["measuredMiB"], fallback["replicas"]) == (15360, 4621, 2)
+
+
+def test_prod_l20_daemonset_equals_the_seed_apart_from_deliberate_additions(prod: ProgramRun) -> None:
+    ours = copy.deepcopy(only(prod, DAEMONSET, named("nvidia-device-plugin-daemonset-l20")).inputs)
+    seed = copy.deepcopy(SEED_L20_DAEMONSET)
+    config_text = only(prod, CONFIG_MAP, named("time-slicing-config")).inputs["data"]["l20"]
+
+    # What we add or change on purpose, each for a reason:
+    # 1. labels saying who manages the object and which pool it serves;
+    assert ours["metadata"].pop("labels") == {
+        "app.kubernetes.io/managed-by": "pulumi",
+        "gpushare.io/pool": "l20",
+    }
+    # 2. the checksum of the key the plugin reads, so a changed key rolls the pods (seed pitfall 1);
+    template_meta = ours["spec"]["template"]["metadata"]
+    assert template_meta.pop("annotations") == {
+        "gpushare.io/config-sha256": hashlib.sha256(config_text.encode()).hexdigest()
+    }
+    # 3. no `--mig-strategy=single`: a CLI flag overrides the file's `migStrategy: none`.
+    seed_args = seed["spec"]["template"]["spec"]["containers"][0]["args"]
+    seed_args.remove("--mig-strategy=single")
+    assert ours == seed
+
+
+def test_prod_t4_is_served_by_the_adopted_tke_daemonset(prod: ProgramRun) -> None:
+    daemonsets = [r.inputs["metadata"]["name"] for r in prod.resources if r.type == DAEMONSET]
+    assert daemonsets == ["nvidia-device-plugin-daemonset-l20"]
+    patch = only(prod, DAEMONSET_PATCH).inputs
+    assert patch["metadata"]["name"] == "nvidia-device-plugin-daemonset"
+    assert patch["metadata"]["namespace"] == "kube-system"
+    pod = patch["spec"]["template"]["spec"]
+    assert pod["nodeSelector"] == {"nvidia-device-enable": "enable", "nvidia.com/device-plugin.config": "t4"}
+    assert pod["containers"][0]["args"][-1] == "--config-file=/etc/nvidia/time-slicing-config/t4"
+    t4_text = only(prod, CONFIG_MAP, named("time-slicing-config")).inputs["data"]["t4"]
+    assert patch["spec"]["template"]["metadata"]["annotations"] == {
+        "gpushare.io/config-sha256": hashlib.sha256(t4_text.encode()).hexdigest()
+    }
+
+
+def test_prod_node_pools_are_protected_and_labelled(prod: ProgramRun) -> None:
+    pools = {r.inputs["name"]: r for r in prod.resources if r.type == NODE_POOL}
+    assert set(pools) == {"gpushare-l20", "gpushare-t4"}
+    l20 = pools["gpushare-l20"]
+    assert l20.protect
+    assert l20.inputs["deletionProtection"] is True
+    assert l20.inputs["deleteKeepInstance"] is False
+    assert l20.inputs["autoScalingConfig"]["instanceType"] == "PNV5b.8XLARGE96"
+    assert (l20.inputs["minSize"], l20.inputs["maxSize"], l20.inputs["desiredCapacity"]) == (1, 1, 1)
+    assert l20.inputs["labels"] == {
+        "gpushare.io/gpu-model": "L20",
+        "gpushare.io/pool": "l20",
+        "nvidia-device-enable": "enable",
+        "nvidia.com/device-plugin.config": "l20",
+    }
+    assert l20.inputs["nodeConfig"]["gpuArgs"]["migEnable"] is False
+    assert l20.inputs["clusterId"] == "cls-prod0001"
+
+
+def test_resources_use_the_explicit_providers(prod: ProgramRun) -> None:
+    pool = only(prod, NODE_POOL, lambda r: r.inputs["name"] == "gpushare-l20")
+    config_map = only(prod, CONFIG_MAP, named("time-slicing-config"))
+    assert pool.provider is not None and "pulumi:providers:tencentcloud::tencentcloud" in pool.provider
+    assert (
+        config_map.provider is not None and "pulumi:providers:kubernetes::kubernetes" in config_map.provider
+    )
+    kubernetes = only(prod, "pulumi:providers:kubernetes")
+    assert "kubeconfig" in kubernetes.secret_input_paths
+
+
+def test_staging_h20_pool_is_partitioned_and_time_sliced(staging: ProgramRun) -> None:
+    h20 = only(staging, NODE_POOL, lambda r: r.inputs["name"] == "gpushare-h20")
+    assert h20.inputs["nodeConfig"]["gpuArgs"]["migEnable"] is True
+    assert h20.inputs["labels"]["nvidia.com/mig.config"] == "all-1g.12gb"
+    assert h20.inputs["labels"]["nvidia.com/gpu.present"] == "true"  # chart >= 0.15 without NFD
+    script = base64.b64decode(h20.inputs["nodeConfig"]["preStartUserScript"]).decode()
+    assert "nvidia-smi -mig 1" in script
+    assert "nvidia-smi mig -cgi 19,19,19,19,19,19,19 -C" in script
+    mig_parted = only(staging, CONFIG_MAP, named("gpushare-mig-parted-config-h20")).inputs["data"][
+        "config.yaml"
+    ]
+    assert yaml.safe_load(mig_parted) == {
+        "version": "v1",
+        "mig-configs": {
+            "all-1g.12gb": [{"devices": "all", "mig-enabled": True, "mig-devices": {"1g.12gb": 7}}]
+        },
+    }
+
+
+def test_staging_uses_the_helm_release_with_per_pool_configs(staging: ProgramRun) -> None:
+    release = only(staging, RELEASE).inputs
+    assert (release["chart"], release["version"], release["namespace"]) == (
+        "nvidia-device-plugin",
+        "0.17.1",
+        "nvidia-device-plugin",
+    )
+    assert release["repositoryOpts"]["repo"] == "https://nvidia.github.io/k8s-device-plugin"
+    values = release["values"]
+    assert set(values["config"]["map"]) == {"h20", "l20", "any"}
+    assert values["config"]["default"] == "any"
+    h20 = yaml.safe_load(values["config"]["map"]["h20"])
+    assert h20["flags"]["migStrategy"] == "mixed"
+    assert h20["sharing"]["timeSlicing"]["resources"][0]["name"] == "nvidia.com/mig-1g.12gb"
+    assert "migStrategy" not in values  # as env it would override every per-node file
+    # TKE's own plugin must not run beside the chart's: it is parked.
+    patch = only(staging, DAEMONSET_PATCH).inputs
+    assert patch["spec"]["template"]["spec"]["nodeSelector"] == {"gpushare.io/managed-plugin": "parked"}
+    assert not [r for r in staging.resources if r.type == DAEMONSET]
+
+
+def test_changing_one_measurement_changes_exactly_that_pools_checksum(tmp_path: Path) -> None:
+    document = yaml.safe_load((PROJECT_DIR / "Pulumi.prod.yaml").read_text())
+    document["config"]["gpushare:pools"][0]["sharing"]["measuredMiB"] = 3000  # l20: 8 -> 13 replicas
+    changed = run_document(document, tmp_path)
+    before = run_stack("prod")
+
+    def checksums(run: ProgramRun) -> dict[str, str]:
+        found = {
+            r.inputs["metadata"]["name"]: r.inputs["spec"]["template"]["metadata"]["annotations"][
+                "gpushare.io/config-sha256"
+            ]
+            for r in run.resources
+            if r.type in (DAEMONSET, DAEMONSET_PATCH)
+        }
+        return found
+
+    old, new = checksums(before), checksums(changed)
+    assert (
+        old.keys() == new.keys() == {"nvidia-device-plugin-daemonset-l20", "nvidia-device-plugin-daemonset"}
+    )
+    assert old["nvidia-device-plugin-daemonset-l20"] != new["nvidia-device-plugin-daemonset-l20"]
+    assert old["nvidia-device-plugin-daemonset"] == new["nvidia-device-plugin-daemonset"]  # t4 untouched
+
+
+def test_a_bad_stack_file_fails_with_the_validators_message(tmp_path: Path) -> None:
+    document = yaml.safe_load((PROJECT_DIR / "Pulumi.prod.yaml").read_text())
+    document["config"]["gpushare:pools"][1]["sharing"]["measuredMiB"] = 0
+    with pytest.raises(pulumi.RunError) as caught:
+        run_document(document, tmp_path)
+    assert str(caught.value) == "Pulumi.test.yaml: gpushare:pools[1].sharing.measuredMiB: must be > 0"
+
+
+def test_a_misspelled_top_level_key_fails_the_program(tmp_path: Path) -> None:
+    document = yaml.safe_load((PROJECT_DIR / "Pulumi.prod.yaml").read_text())
+    document["config"]["gpushare:pool"] = document["config"].pop("gpushare:pools")
+    with pytest.raises(pulumi.RunError, match="gpushare:pool: unknown key"):
+        run_document(document, tmp_path)
