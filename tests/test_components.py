@@ -1,0 +1,156 @@
+"""Each component on its own, under the mocks: the inputs it registers and the parent of every child."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import yaml
+
+from components.device_plugin_daemonsets import DevicePluginDaemonSets, DevicePluginDaemonSetsArgs
+from components.device_plugin_release import DevicePluginRelease, DevicePluginReleaseArgs
+from components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
+from components.managed_device_plugin import ManagedDevicePlugin, ManagedDevicePluginArgs
+from components.mig_partition import MigPartition, MigPartitionArgs
+from components.time_slicing_config import TimeSlicingConfig, TimeSlicingConfigArgs
+from gpushare.plan import build_plan
+from gpushare.plugin_configs import PluginConfigEntry, plugin_config_entries
+from gpushare.stack_config import ManagedPlugin, StackConfig, load_stack_file
+from offline.mock_run import ProgramRun, RecordedResource, run_function
+
+PROJECT_DIR = Path(__file__).resolve().parent.parent
+
+
+def stack(name: str) -> StackConfig:
+    return load_stack_file(PROJECT_DIR / f"Pulumi.{name}.yaml")
+
+
+def entries(name: str) -> dict[str, PluginConfigEntry]:
+    return {e.key: e for e in plugin_config_entries(build_plan(stack(name)))}
+
+
+def run(body: Callable[[], object]) -> ProgramRun:
+    return run_function(lambda: body(), project="gpushare", stack="test")
+
+
+def children(result: ProgramRun, component_type: str) -> tuple[RecordedResource, list[RecordedResource]]:
+    [component] = [r for r in result.resources if r.type == component_type]
+    return component, [r for r in result.resources if r.parent == component.urn]
+
+
+def test_gpu_node_pool_registers_one_labelled_tke_pool() -> None:
+    prod = stack("prod")
+    result = run(lambda: GpuNodePool("np", GpuNodePoolArgs(prod.cluster, prod.pool("t4"), {}, protect=True)))
+    component, [pool] = children(result, "gpushare:tke:GpuNodePool")
+    assert component.urn.endswith("::gpushare:tke:GpuNodePool::np")
+    assert pool.type == "tencentcloud:Kubernetes/nodePool:NodePool"
+    assert pool.name == "np-pool"
+    assert pool.protect
+    assert pool.inputs["autoScalingConfig"] == {"instanceType": "GN7.2XLARGE32"}
+    assert pool.inputs["vpcId"] == "vpc-prod0001" and pool.inputs["subnetIds"] == ["subnet-prod0001"]
+    assert pool.inputs["labels"]["nvidia.com/device-plugin.config"] == "t4"
+    assert pool.inputs["labels"]["gpushare.io/gpu-model"] == "T4"
+    assert "preStartUserScript" not in pool.inputs["nodeConfig"]
+    assert pool.inputs["enableAutoScale"] is False  # min == max
+
+
+def test_gpu_node_pool_with_a_mig_script_enables_mig() -> None:
+    staging = stack("staging")
+    script = "#!/bin/bash\nnvidia-smi -mig 1\n"
+    args = GpuNodePoolArgs(staging.cluster, staging.pool("h20"), {"nvidia.com/mig.config": "all-1g.12gb"}, script)
+    result = run(lambda: GpuNodePool("h20", args))
+    _, [pool] = children(result, "gpushare:tke:GpuNodePool")
+    assert pool.inputs["nodeConfig"]["gpuArgs"] == {"migEnable": True}
+    assert base64.b64decode(pool.inputs["nodeConfig"]["preStartUserScript"]).decode() == script
+    assert pool.inputs["labels"]["nvidia.com/mig.config"] == "all-1g.12gb"
+    assert not pool.protect and pool.inputs["deletionProtection"] is False
+
+
+def test_time_slicing_config_holds_every_key_and_its_provenance() -> None:
+    found = entries("prod")
+    result = run(lambda: TimeSlicingConfig("ts", TimeSlicingConfigArgs(list(found.values()))))
+    _, [config_map] = children(result, "gpushare:k8s:TimeSlicingConfig")
+    assert config_map.inputs["metadata"]["name"] == "time-slicing-config"
+    assert list(config_map.inputs["data"]) == ["any", "l20", "t4"]
+    assert config_map.inputs["data"]["t4"] == found["t4"].text
+    provenance = yaml.safe_load(config_map.inputs["metadata"]["annotations"]["gpushare.io/tuning-t4"])
+    assert provenance["measuredMiB"] == 4401 and provenance["resources"][0]["replicas"] == 3
+
+
+def test_device_plugin_daemonsets_one_per_entry_with_its_checksum() -> None:
+    found = entries("prod")
+    args = DevicePluginDaemonSetsArgs([found["l20"], found["t4"]], image="registry/plugin:v0.14.5")
+    result = run(lambda: DevicePluginDaemonSets("dp", args))
+    _, daemonsets = children(result, "gpushare:k8s:DevicePluginDaemonSets")
+    assert [d.name for d in daemonsets] == ["dp-l20", "dp-t4"]
+    for ds, key in zip(daemonsets, ("l20", "t4"), strict=True):
+        pod = ds.inputs["spec"]["template"]
+        assert pod["metadata"]["annotations"]["gpushare.io/config-sha256"] == hashlib.sha256(
+            found[key].text.encode()
+        ).hexdigest()
+        container = pod["spec"]["containers"][0]
+        assert container["image"] == "registry/plugin:v0.14.5"
+        # A file, never the mount directory (seed pitfall 3).
+        assert container["args"][-1] == f"--config-file=/etc/nvidia/time-slicing-config/{key}"
+        assert pod["spec"]["nodeSelector"]["nvidia.com/device-plugin.config"] == key
+
+
+def test_managed_plugin_parked_gets_a_selector_no_node_has() -> None:
+    result = run(lambda: ManagedDevicePlugin("tke", ManagedDevicePluginArgs(ManagedPlugin())))
+    _, [patch] = children(result, "gpushare:k8s:ManagedDevicePlugin")
+    assert patch.type == "kubernetes:apps/v1:DaemonSetPatch"
+    assert patch.inputs["metadata"] == {
+        "name": "nvidia-device-plugin-daemonset",
+        "namespace": "kube-system",
+        "annotations": {"pulumi.com/patchForce": "true"},
+    }
+    assert patch.inputs["spec"] == {
+        "template": {"spec": {"nodeSelector": {"gpushare.io/managed-plugin": "parked"}}}
+    }
+
+
+def test_managed_plugin_adopted_reads_its_pool_key() -> None:
+    t4 = entries("prod")["t4"]
+    managed = ManagedPlugin.model_validate({"action": "adopt", "pool": "t4"})
+    result = run(lambda: ManagedDevicePlugin("tke", ManagedDevicePluginArgs(managed, t4)))
+    _, [patch] = children(result, "gpushare:k8s:ManagedDevicePlugin")
+    template = patch.inputs["spec"]["template"]
+    assert template["metadata"]["annotations"] == {"gpushare.io/config-sha256": t4.sha256}
+    assert template["spec"]["containers"][0]["name"] == "nvidia-device-plugin-ctr"
+    assert template["spec"]["volumes"] == [{"name": "time-slicing-config", "configMap": {"name": "time-slicing-config"}}]
+
+
+def test_device_plugin_release_pins_the_chart_and_carries_every_config() -> None:
+    staging = stack("staging")
+    found = entries("staging")
+    args = DevicePluginReleaseArgs(staging.plugin, list(found.values()))
+    result = run(lambda: DevicePluginRelease("nvdp", args))
+    _, [release] = children(result, "gpushare:helm:DevicePluginRelease")
+    assert release.type == "kubernetes:helm.sh/v3:Release"
+    assert release.inputs["version"] == "0.17.1"
+    assert release.inputs["createNamespace"] is True
+    values = release.inputs["values"]
+    assert values["config"]["map"] == {key: e.text for key, e in found.items()}
+    assert values["gfd"] == {"enabled": False}
+    assert values["priorityClassName"] == "system-node-critical"
+
+
+def test_mig_partition_registers_the_mig_parted_config() -> None:
+    pool = stack("staging").pool("h20")
+    partitions: list[MigPartition] = []
+    result = run(lambda: partitions.append(MigPartition("h20-mig", MigPartitionArgs(pool))))
+    _, [config_map] = children(result, "gpushare:mig:MigPartition")
+    [partition] = partitions
+    assert (partition.config_name, partition.strategy) == ("all-1g.12gb", "mixed")
+    assert "nvidia-smi mig -cgi 19,19,19,19,19,19,19 -C" in partition.pre_start_script
+    document = yaml.safe_load(config_map.inputs["data"]["config.yaml"])
+    assert document["mig-configs"]["all-1g.12gb"][0]["mig-devices"] == {"1g.12gb": 7}
+
+
+def test_mig_partition_refuses_a_non_mig_pool() -> None:
+    pool = stack("prod").pool("l20")
+    with pytest.raises(ValueError, match="not a MIG pool"):
+        run(lambda: MigPartition("l20-mig", MigPartitionArgs(pool)))
