@@ -1,4 +1,4 @@
-# Fresh machine: `make plan STACK=prod` (the main job, offline) and `make test`.
+# Fresh machine: `make render STACK=prod` (the main job, offline) and `make test`.
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := venv
@@ -28,6 +28,14 @@ unit: $(VENV)/.installed
 
 plan: $(VENV)/.installed
 	$(PY) -m gpushare plan --stack $(STACK)
+
+# Run the real program under Pulumi's mocks and write every resource and manifest to out/<stack>/.
+render: $(VENV)/.installed
+	$(PY) -m gpushare render --stack $(STACK) --out out/$(STACK)
+
+# Render every stack in the repo (CI does this after the tests).
+ci-stacks: $(VENV)/.installed
+	set -e; for stack in $(STACKS); do $(PY) -m gpushare render --stack $$stack --out out/$$stack; done
 
 clean:
 	rm -rf $(VENV) out .mypy_cache .ruff_cache .pytest_cache

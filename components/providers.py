@@ -8,8 +8,6 @@ import tencentcloud_iac_pulumi as tencentcloud
 
 from gpushare.stack_config import PROJECT, StackConfig
 
-GET_CLUSTERS = "tencentcloud:Kubernetes/getClusters:getClusters"
-
 
 def tencentcloud_provider(stack: StackConfig) -> tencentcloud.Provider:
     # Credentials come from TENCENTCLOUD_SECRET_ID/KEY (or secret `tencentcloud:*` config), never from here.

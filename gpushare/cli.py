@@ -174,3 +174,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     except GpushareError as err:
         sys.stderr.write(f"{err}\n")
         return 1
+    except BrokenPipeError:
+        # `python -m gpushare ... | head`: the reader left; not an error worth a traceback.
+        sys.stderr.close()
+        return 0

@@ -1,0 +1,470 @@
+"""`python -m gpushare render --stack NAME --out DIR`: run the real program offline and write what it
+would create, for review.
+
+The program (`__main__.py`) runs unchanged under `offline.mock_run` with the stack file loaded as the
+CLI loads it; `secure:` values reach it as `SECRET_PLACEHOLDER` and are never decrypted. The only
+cloud call it makes, the TKE `getClusters` lookup of the kubeconfig, is answered by the mocks with a
+placeholder kubeconfig that holds no credentials. The echo mocks run it as an update (not a preview),
+so every value resolves. Provider settings the SDKs would pick up from the environment
+(`TENCENTCLOUD_*`, `KUBECONFIG`, `PULUMI_K8S_*`) are hidden during the run: the render depends on the
+project and the stack file only.
+
+DIR gets `resources.json` (every registration), `outputs.json` and `capacity.json` (stack outputs),
+`manifests/` (Kubernetes objects as `kubectl apply -f` takes them, each validated strictly against the
+cluster version's schema; Helm releases as values files) and `tke/` (node-pool arguments, with any
+pre-start script decoded next to them). Values at secret input paths are written as `<secret>`, and
+a render in which a secret value shows up anywhere else is refused.
+Everything is assembled and checked in memory, written to a temporary directory beside DIR and only
+then renamed into place, so a failed render leaves DIR as it was.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import binascii
+import contextlib
+import dataclasses
+import json
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, TextIO
+
+import pulumi
+
+from gpushare.errors import GpushareError
+from gpushare.plan import capacity_table
+from gpushare.stack_config import StackConfig, load_stack_file, stack_file_name
+from offline.manifests import (
+    HELM_VALUES_SUFFIX,
+    dump_yaml,
+    extract_helm_releases,
+    extract_manifests,
+    schema_version,
+    to_plain,
+    validate_manifests,
+)
+from offline.mock_run import (
+    SECRET_PLACEHOLDER,
+    ProgramRun,
+    RecordedResource,
+    load_stack_config,
+    run_program,
+)
+from offline.program_mocks import program_mocks
+
+__all__ = [
+    "NODE_POOL_TYPE",
+    "REDACTED",
+    "RenderError",
+    "RenderResult",
+    "StackRun",
+    "cmd_render",
+    "redacted_inputs",
+    "render_files",
+    "render_stack",
+    "resource_tree",
+    "run_stack",
+    "validated_stack",
+]
+
+NODE_POOL_TYPE: Final = "tencentcloud:Kubernetes/nodePool:NodePool"
+REDACTED: Final = "<secret>"
+RESOURCES_FILE: Final = "resources.json"
+OUTPUTS_FILE: Final = "outputs.json"
+CAPACITY_FILE: Final = "capacity.json"
+MANIFESTS_DIR: Final = "manifests"
+TKE_DIR: Final = "tke"
+# What a previous render may contain; any other entry means DIR is not ours to replace.
+_RENDER_ENTRIES: Final = frozenset({RESOURCES_FILE, OUTPUTS_FILE, CAPACITY_FILE, MANIFESTS_DIR, TKE_DIR})
+# Provider SDKs fill unset arguments from these (TENCENTCLOUD_SECRET_ID is not even marked secret):
+# hidden during the run so credentials never reach resources.json and two machines render the same.
+_AMBIENT_PROVIDER_SETTINGS: Final = ("TENCENTCLOUD_", "KUBECONFIG", "PULUMI_K8S_")
+# Pulumi stack names (optionally org/project/stack); anything else would make a path of the file name.
+_STACK_NAME: Final = re.compile(r"^[A-Za-z0-9_.-]+$")
+# Shorter secret values are not searched for in the output: they would match ordinary text.
+_MIN_LEAK_CHECK_LENGTH: Final = 6
+
+
+class RenderError(GpushareError):
+    """The program failed under the mocks, or the render cannot be written."""
+
+
+@dataclass(frozen=True)
+class RenderResult:
+    stack: str
+    out_dir: Path
+    kubernetes_schema: str
+    """The schema set the manifests were validated against, e.g. "1.30.0"."""
+    resources: tuple[RecordedResource, ...]
+    outputs: dict[str, Any]
+    files: tuple[str, ...]
+    """Paths relative to `out_dir` (POSIX), sorted."""
+    tree: str
+
+    @property
+    def capacity(self) -> dict[str, Any]:
+        capacity: dict[str, Any] = self.outputs["capacity"]
+        return capacity
+
+
+# --------------------------------------------------------------------------------------------------
+# Running the program
+
+
+@contextlib.contextmanager
+def _without_ambient_provider_settings() -> Iterator[None]:
+    hidden = {
+        name: os.environ.pop(name) for name in list(os.environ) if name.startswith(_AMBIENT_PROVIDER_SETTINGS)
+    }
+    try:
+        yield
+    finally:
+        os.environ.update(hidden)
+
+
+@dataclass(frozen=True)
+class StackRun:
+    config: StackConfig
+    run: ProgramRun
+    secret_keys: tuple[str, ...]
+    """Config keys that were `secure:` in the stack file (their values reached the program as placeholders)."""
+
+
+def validated_stack(project_dir: Path, stack: str) -> StackConfig:
+    """`Pulumi.<stack>.yaml` through gpushare's validator: a `ConfigError` with its message if missing or bad."""
+    if not _STACK_NAME.match(stack):
+        raise RenderError(f"not a stack name: {stack!r}")
+    return load_stack_file(Path(project_dir) / stack_file_name(stack), stack)
+
+
+def run_stack(project_dir: Path, stack: str) -> StackRun:
+    """Validate the stack file, then run the program under the offline mocks (`RenderError` if it fails)."""
+    return _run_validated(Path(project_dir), stack, validated_stack(project_dir, stack))
+
+
+def _run_validated(project_dir: Path, stack: str, stack_config: StackConfig) -> StackRun:
+    try:
+        config, secret_keys = load_stack_config(project_dir, stack)
+    except (OSError, ValueError) as err:  # no Pulumi.yaml, or YAML the CLI would reject
+        raise RenderError(str(err)) from None
+    try:
+        with _without_ambient_provider_settings():
+            run = run_program(
+                project_dir, stack=stack, config=config, secret_keys=secret_keys, mocks=program_mocks()
+            )
+    except (pulumi.RunError, TimeoutError) as err:  # RunError: the program's own config validation
+        raise RenderError(str(err)) from None
+    return StackRun(config=stack_config, run=run, secret_keys=tuple(secret_keys))
+
+
+# --------------------------------------------------------------------------------------------------
+# Secrets
+
+
+_PATH_PART: Final = re.compile(
+    r'\.?(?P<key>[A-Za-z0-9_]+)|\[(?P<index>\d+)\]|\["(?P<quoted>(?:[^"\\]|\\.)*)"\]'
+)
+
+
+def _parse_property_path(path: str) -> list[str | int]:
+    """Engine property paths as mock_run records them: `a.b`, `data["x.y"]`, `items[0]`."""
+    parts: list[str | int] = []
+    position = 0
+    while position < len(path):
+        match = _PATH_PART.match(path, position)
+        if match is None or match.end() == position:
+            raise ValueError(f"cannot parse property path {path!r}")
+        if match["key"] is not None:
+            parts.append(match["key"])
+        elif match["index"] is not None:
+            parts.append(int(match["index"]))
+        else:
+            parts.append(re.sub(r"\\(.)", r"\1", match["quoted"]))
+        position = match.end()
+    return parts
+
+
+def _redact_leaves(value: Any) -> Any:
+    # Keep the shape (a Secret's `stringData` stays a map) so the object still validates.
+    if isinstance(value, dict):
+        return {key: _redact_leaves(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_redact_leaves(item) for item in value]
+    return REDACTED
+
+
+def _secret_leaves(value: Any) -> Iterator[str]:
+    if isinstance(value, dict):
+        for item in value.values():
+            yield from _secret_leaves(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _secret_leaves(item)
+    elif isinstance(value, str):
+        yield value
+
+
+def _at_secret_paths(
+    inputs: dict[str, Any], secret_paths: Sequence[str]
+) -> Iterator[tuple[Any, str | int, str]]:
+    """(container, key, path) of every recorded secret input that is present in `inputs`."""
+    for path in secret_paths:
+        container: Any = inputs
+        parts = _parse_property_path(path)
+        for part in parts[:-1]:
+            try:
+                container = container[part]
+            except (KeyError, IndexError, TypeError):
+                break
+        else:
+            last = parts[-1]
+            if (isinstance(container, dict) and last in container) or (
+                isinstance(container, list) and isinstance(last, int) and last < len(container)
+            ):
+                yield container, last, path
+
+
+def redacted_inputs(resource: RecordedResource) -> dict[str, Any]:
+    """The resource's inputs as plain data with every value at a secret path replaced by `<secret>`."""
+    redacted: dict[str, Any] = to_plain(resource.inputs)  # a copy: the recording stays as it was
+    for container, key, _ in _at_secret_paths(redacted, resource.secret_input_paths):
+        container[key] = _redact_leaves(container[key])
+    return redacted
+
+
+def _secret_values(run: ProgramRun, secret_config: bool) -> dict[str, str]:
+    """secret value -> where it was seen (for the error message; the value itself is never shown)."""
+    found: dict[str, str] = {}
+    if secret_config:
+        found[SECRET_PLACEHOLDER] = "a `secure:` stack config value"
+    for resource in run.resources:
+        for container, key, path in _at_secret_paths(resource.inputs, resource.secret_input_paths):
+            for value in _secret_leaves(container[key]):
+                if len(value) >= _MIN_LEAK_CHECK_LENGTH:
+                    found.setdefault(value, f"{resource.type} {resource.name} input {path}")
+    return found
+
+
+def _check_no_secret_leaks(files: Mapping[str, str], secrets: Mapping[str, str]) -> None:
+    # Redaction works by path; this catches a secret that reached a non-secret path (say, copied into
+    # a ConfigMap) before anything is written. Multi-line values are also looked for JSON-escaped.
+    for file, text in files.items():
+        for value, origin in secrets.items():
+            if value in text or json.dumps(value, ensure_ascii=False)[1:-1] in text:
+                raise RenderError(
+                    f"{file}: would contain a secret in clear text ({origin}); nothing was written"
+                )
+
+
+# --------------------------------------------------------------------------------------------------
+# Files
+
+
+def _json_text(value: Any) -> str:
+    return json.dumps(to_plain(value), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def _resource_record(resource: RecordedResource) -> dict[str, Any]:
+    """One entry of resources.json; `resource.inputs` are already redacted."""
+    return {
+        "type": resource.type,
+        "name": resource.name,
+        "urn": resource.urn,
+        "parent": resource.parent,
+        "custom": resource.custom,
+        "provider": resource.provider,
+        "protect": resource.protect,
+        "dependencies": resource.dependencies,
+        "inputs": resource.inputs,
+        "secretInputs": resource.secret_input_paths,
+    }
+
+
+def _node_pool_files(resource: RecordedResource) -> dict[str, str]:
+    """tke/<name>.yaml (and <name>.pre-start.sh); `resource.inputs` are already redacted."""
+    inputs = resource.inputs
+    name = str(inputs.get("name") or resource.name)
+    header = [f"# {resource.type} {resource.name} ({resource.urn})"]
+    if resource.protect:
+        header.append("# protect: true (Pulumi refuses to delete or replace it)")
+    files: dict[str, str] = {}
+    script = (inputs.get("nodeConfig") or {}).get("preStartUserScript")
+    if isinstance(script, str) and script != REDACTED:
+        try:
+            decoded = base64.b64decode(script, validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError):
+            header.append("# nodeConfig.preStartUserScript is not base64-encoded UTF-8 text (TKE expects it)")
+        else:
+            script_file = f"{name}.pre-start.sh"
+            header.append(f"# nodeConfig.preStartUserScript (base64) decoded for review: {script_file}")
+            files[f"{TKE_DIR}/{script_file}"] = decoded if decoded.endswith("\n") else decoded + "\n"
+    files[f"{TKE_DIR}/{name}.yaml"] = "\n".join(header) + "\n" + dump_yaml(inputs)
+    return files
+
+
+def _add(files: dict[str, str], owners: dict[str, str], path: str, text: str, owner: str) -> None:
+    if path in files:
+        raise RenderError(f"{owners[path]} and {owner} both render to {path}")
+    files[path] = text
+    owners[path] = owner
+
+
+def render_files(run: ProgramRun, kubernetes_schema: str, *, secret_config: bool = False) -> dict[str, str]:
+    """Every file of the render (relative path -> text); nothing is written.
+
+    Raises `ManifestSchemaError` when a manifest does not validate against `kubernetes_schema` (e.g.
+    "1.30.0") and `RenderError` when a secret would be written in clear text. `secret_config`: the
+    stack had `secure:` values, so their placeholder must not appear anywhere either.
+    """
+    files: dict[str, str] = {}
+    owners: dict[str, str] = {}
+    # Everything below works on redacted copies; the recording itself is left as it was.
+    resources = [dataclasses.replace(r, inputs=redacted_inputs(r)) for r in run.resources]
+    _add(files, owners, RESOURCES_FILE, _json_text([_resource_record(r) for r in resources]), "resources")
+    _add(files, owners, OUTPUTS_FILE, _json_text(run.stack_outputs), "stack outputs")
+    capacity = run.stack_outputs.get("capacity")
+    if not isinstance(capacity, dict):
+        raise RenderError("the program exported no `capacity` output (GpuSharingCluster.capacity)")
+    _add(files, owners, CAPACITY_FILE, _json_text(capacity), "stack output capacity")
+
+    manifests = extract_manifests(resources)
+    validate_manifests(manifests, kubernetes_schema, directory=MANIFESTS_DIR)
+    for manifest in manifests:
+        text = manifest.header() + dump_yaml(manifest.document)
+        _add(files, owners, f"{MANIFESTS_DIR}/{manifest.file_name}", text, manifest.resource.urn)
+    for release in extract_helm_releases(resources):
+        text = release.header() + dump_yaml(release.values)
+        _add(files, owners, f"{MANIFESTS_DIR}/{release.file_name}", text, release.resource.urn)
+    for resource in resources:
+        if resource.type == NODE_POOL_TYPE and not resource.external:
+            for path, text in _node_pool_files(resource).items():
+                _add(files, owners, path, text, resource.urn)
+    _check_no_secret_leaks(files, _secret_values(run, secret_config))
+    return dict(sorted(files.items()))
+
+
+# --------------------------------------------------------------------------------------------------
+# Writing
+
+
+def _is_previous_render(directory: Path) -> bool:
+    entries = {entry.name for entry in directory.iterdir()}
+    return not entries or (RESOURCES_FILE in entries and entries <= _RENDER_ENTRIES)
+
+
+def _check_replaceable(out_dir: Path) -> None:
+    if out_dir.is_symlink() or (out_dir.exists() and not out_dir.is_dir()):
+        raise RenderError(f"{out_dir}: exists and is not a directory")
+    if out_dir.is_dir() and not _is_previous_render(out_dir):
+        raise RenderError(
+            f"{out_dir}: exists and is not a previous render (a render holds {RESOURCES_FILE} and nothing "
+            f"but {', '.join(sorted(_RENDER_ENTRIES))}); refusing to replace it"
+        )
+
+
+def _publish(files: Mapping[str, str], out_dir: Path) -> None:
+    """Write `files` into a temporary directory beside `out_dir`, then swap it in.
+
+    The swap is two renames (old DIR aside, new one in): atomic per rename, with a moment in
+    between where DIR does not exist; a failure before the swap leaves DIR untouched.
+    """
+    _check_replaceable(out_dir)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.render-", dir=out_dir.parent))
+    try:
+        for relative, text in files.items():
+            path = staging / relative
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(text.encode("utf-8"))  # bytes: no platform newline translation
+        staging.chmod(0o755)  # mkdtemp's 0700 would make the render private
+        if out_dir.exists():
+            retired = staging.with_name(staging.name + ".replaced")
+            out_dir.rename(retired)
+            try:
+                staging.rename(out_dir)
+            except OSError:
+                retired.rename(out_dir)
+                raise
+            shutil.rmtree(retired, ignore_errors=True)
+        else:
+            staging.rename(out_dir)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------------------------------
+# Entry points
+
+
+def resource_tree(resources: Sequence[RecordedResource]) -> str:
+    """`type name` per resource, children under their parent (registration order)."""
+    children: dict[str, list[RecordedResource]] = {}
+    known = {resource.urn for resource in resources}
+    roots = []
+    for resource in resources:
+        if resource.parent in known:
+            children.setdefault(str(resource.parent), []).append(resource)
+        else:
+            roots.append(resource)
+    lines: list[str] = []
+
+    def walk(resource: RecordedResource, prefix: str, branch: str, child_prefix: str) -> None:
+        flags = "".join(
+            flag for flag, on in ((" [protect]", resource.protect), (" [read]", resource.external)) if on
+        )
+        lines.append(f"{prefix}{branch}{resource.type} {resource.name}{flags}")
+        kids = children.get(resource.urn, [])
+        for index, kid in enumerate(kids):
+            last = index == len(kids) - 1
+            walk(kid, child_prefix, "└─ " if last else "├─ ", child_prefix + ("   " if last else "│  "))
+
+    for root in roots:
+        walk(root, "", "", "")
+    return "\n".join(lines)
+
+
+def render_stack(project_dir: Path, stack: str, out_dir: Path) -> RenderResult:
+    """Run the program for `stack` offline and write the render to `out_dir` (replacing a previous one)."""
+    project_dir = Path(project_dir)
+    out_dir = Path(out_dir).absolute()
+    stack_config = validated_stack(project_dir, stack)
+    # Before running anything: without schemas for the cluster's version nothing can be checked.
+    kubernetes_schema = schema_version(stack_config.cluster.kubernetes_version, source=stack_config.source)
+    _check_replaceable(out_dir)  # again when publishing; this early one saves running the program
+    stack_run = _run_validated(project_dir, stack, stack_config)
+    run = stack_run.run
+    files = render_files(run, kubernetes_schema, secret_config=bool(stack_run.secret_keys))
+    _publish(files, out_dir)
+    return RenderResult(
+        stack=stack,
+        out_dir=out_dir,
+        kubernetes_schema=kubernetes_schema,
+        resources=tuple(run.resources),
+        outputs=run.stack_outputs,
+        files=tuple(files),
+        tree=resource_tree(run.resources),
+    )
+
+
+def cmd_render(args: argparse.Namespace, out: TextIO) -> int:
+    result = render_stack(Path(args.dir), args.stack, Path(args.out))
+    in_manifests = [file for file in result.files if file.startswith(f"{MANIFESTS_DIR}/")]
+    helm_values = sum(1 for file in in_manifests if file.endswith(HELM_VALUES_SUFFIX))
+    objects = len(in_manifests) - helm_values
+    out.write(
+        f"Rendered stack {result.stack} into {args.out}: {len(result.resources)} resources, "
+        f"{len(result.files)} files; {objects} Kubernetes object{'' if objects == 1 else 's'} valid against "
+        f"the Kubernetes {result.kubernetes_schema.rpartition('.')[0]} schema (strict)"
+        + (f", {helm_values} Helm values file{'' if helm_values == 1 else 's'}" if helm_values else "")
+        + "\n\n"
+    )
+    out.write(f"{result.tree}\n\n")
+    out.write(f"Capacity plan for stack {result.stack}\n\n{capacity_table(result.capacity)}\n")
+    return 0
