@@ -33,9 +33,16 @@ plan: $(VENV)/.installed
 render: $(VENV)/.installed
 	$(PY) -m gpushare render --stack $(STACK) --out out/$(STACK)
 
-# Render every stack in the repo (CI does this after the tests).
+# Render the stack and run the policy pack over it as `pulumi preview --policy-pack policies` would.
+check: $(VENV)/.installed
+	$(PY) -m gpushare check --stack $(STACK)
+
+# Render and policy-check every stack in the repo (CI does this after the tests).
 ci-stacks: $(VENV)/.installed
-	set -e; for stack in $(STACKS); do $(PY) -m gpushare render --stack $$stack --out out/$$stack; done
+	set -e; for stack in $(STACKS); do \
+	  $(PY) -m gpushare render --stack $$stack --out out/$$stack; \
+	  $(PY) -m gpushare check --stack $$stack; \
+	done
 
 clean:
 	rm -rf $(VENV) out .mypy_cache .ruff_cache .pytest_cache

@@ -134,6 +134,8 @@ class StackRun:
     run: ProgramRun
     secret_keys: tuple[str, ...]
     """Config keys that were `secure:` in the stack file (their values reached the program as placeholders)."""
+    raw_config: dict[str, str]
+    """The config as the CLI hands it to the program and to policy packs (`namespace:key` -> string)."""
 
 
 def validated_stack(project_dir: Path, stack: str) -> StackConfig:
@@ -160,7 +162,7 @@ def _run_validated(project_dir: Path, stack: str, stack_config: StackConfig) -> 
             )
     except (pulumi.RunError, TimeoutError) as err:  # RunError: the program's own config validation
         raise RenderError(str(err)) from None
-    return StackRun(config=stack_config, run=run, secret_keys=tuple(secret_keys))
+    return StackRun(config=stack_config, run=run, secret_keys=tuple(secret_keys), raw_config=dict(config))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -210,7 +212,7 @@ def _secret_leaves(value: Any) -> Iterator[str]:
         yield value
 
 
-def _at_secret_paths(
+def at_secret_paths(
     inputs: dict[str, Any], secret_paths: Sequence[str]
 ) -> Iterator[tuple[Any, str | int, str]]:
     """(container, key, path) of every recorded secret input that is present in `inputs`."""
@@ -233,7 +235,7 @@ def _at_secret_paths(
 def redacted_inputs(resource: RecordedResource) -> dict[str, Any]:
     """The resource's inputs as plain data with every value at a secret path replaced by `<secret>`."""
     redacted: dict[str, Any] = to_plain(resource.inputs)  # a copy: the recording stays as it was
-    for container, key, _ in _at_secret_paths(redacted, resource.secret_input_paths):
+    for container, key, _ in at_secret_paths(redacted, resource.secret_input_paths):
         container[key] = _redact_leaves(container[key])
     return redacted
 
@@ -244,7 +246,7 @@ def _secret_values(run: ProgramRun, secret_config: bool) -> dict[str, str]:
     if secret_config:
         found[SECRET_PLACEHOLDER] = "a `secure:` stack config value"
     for resource in run.resources:
-        for container, key, path in _at_secret_paths(resource.inputs, resource.secret_input_paths):
+        for container, key, path in at_secret_paths(resource.inputs, resource.secret_input_paths):
             for value in _secret_leaves(container[key]):
                 if len(value) >= _MIN_LEAK_CHECK_LENGTH:
                     found.setdefault(value, f"{resource.type} {resource.name} input {path}")

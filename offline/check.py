@@ -1,0 +1,154 @@
+"""`python -m gpushare check`: render a stack offline, then run the policy pack over it as the CLI does.
+
+What `pulumi preview --policy-pack policies` would report, without an engine: the resources are the
+offline render's (inputs for `Analyze`, outputs for `AnalyzeStack`), the pack is started with
+`python -m pulumi.policy <engine> policies` and driven over gRPC.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from gpushare.errors import GpushareError
+from gpushare.stack_config import PROJECT
+from offline import policy_driver
+from offline.mock_run import RecordedResource, is_unknown
+from offline.policy_driver import (
+    AnalyzedResource,
+    PackReport,
+    PolicyDriverError,
+    PolicyPackStartError,
+    ProviderInfo,
+)
+from offline.render import StackRun, at_secret_paths, run_stack
+
+POLICY_PACK_DIR = "policies"
+
+
+class CheckError(GpushareError):
+    """The pack could not run (did not start, bad policy config): not a verdict on the stack."""
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    stack: str
+    report: PackReport
+
+    @property
+    def passed(self) -> bool:
+        return not self.report.mandatory
+
+
+def _wire(value: Any) -> Any:
+    # The recorder's UNKNOWN marker becomes the engine's unknown sentinel again.
+    if is_unknown(value):
+        return policy_driver.UNKNOWN
+    if isinstance(value, dict):
+        return {key: _wire(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_wire(item) for item in value]
+    return value
+
+
+def _engine_properties(values: Mapping[str, Any], secret_paths: Sequence[str]) -> dict[str, Any]:
+    """Properties as the engine sends them: unknowns as the sentinel, secrets wrapped again."""
+    properties: dict[str, Any] = _wire(copy.deepcopy(dict(values)))
+    for container, key, _ in at_secret_paths(properties, secret_paths):
+        container[key] = policy_driver.secret(container[key])
+    return properties
+
+
+def analyzed_resources(stack_run: StackRun) -> list[AnalyzedResource]:
+    """Every registered resource but the root stack and providers, as the engine hands it to a pack."""
+    by_urn = {r.urn: r for r in stack_run.run.resources}
+    analyzed = []
+    for resource in stack_run.run.resources:
+        if resource.type.startswith("pulumi:"):
+            continue
+        analyzed.append(
+            AnalyzedResource(
+                type=resource.type,
+                name=resource.name,
+                urn=resource.urn,
+                properties=_engine_properties(resource.inputs, resource.secret_input_paths),
+                outputs=_engine_properties(resource.outputs, resource.secret_input_paths),
+                parent=resource.parent,
+                protect=resource.protect,
+                dependencies=tuple(resource.dependencies),
+                provider=_provider(resource, by_urn),
+            )
+        )
+    return analyzed
+
+
+def _provider(resource: RecordedResource, by_urn: Mapping[str, RecordedResource]) -> ProviderInfo | None:
+    if not resource.provider:
+        return None
+    provider_urn = resource.provider.rsplit("::", 1)[0]
+    provider = by_urn.get(provider_urn)
+    if provider is None:
+        return None
+    return ProviderInfo(
+        type=provider.type,
+        urn=provider.urn,
+        name=provider.name,
+        properties=_engine_properties(provider.inputs, provider.secret_input_paths),
+    )
+
+
+def _pack_interpreter(pack: Path) -> str:
+    """The pack's own virtualenv when it exists (as the CLI would use it), else this interpreter: the
+    repo's venv installs the pack's requirements too (requirements-dev.txt includes them)."""
+    try:
+        return policy_driver.pack_python(pack)
+    except PolicyPackStartError:
+        return sys.executable
+
+
+def check_stack(
+    project_dir: Path,
+    stack: str,
+    *,
+    policy_config: Mapping[str, Any] | None = None,
+    pack_dir: Path | None = None,
+) -> CheckResult:
+    project_dir = Path(project_dir)
+    pack = pack_dir or project_dir / POLICY_PACK_DIR
+    stack_run = run_stack(project_dir, stack)
+    try:
+        report = policy_driver.run_policy_pack(
+            pack,
+            analyzed_resources(stack_run),
+            stack=stack,
+            project=PROJECT,
+            config=stack_run.raw_config,
+            secret_keys=stack_run.secret_keys,
+            policy_config=policy_config,
+            python=_pack_interpreter(pack),
+        )
+    except PolicyDriverError as err:
+        raise CheckError(str(err)) from None
+    return CheckResult(stack=stack, report=report)
+
+
+def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
+    policy_config = None
+    if args.policy_config:
+        try:
+            policy_config = policy_driver.load_policy_config_file(Path(args.policy_config))
+        except (OSError, ValueError, PolicyDriverError) as err:
+            raise CheckError(str(err), source=args.policy_config) from None
+    result = check_stack(Path(args.dir), args.stack, policy_config=policy_config)
+    report = result.report
+    out.write(policy_driver.format_report(report))
+    out.write(
+        f"\nStack {args.stack}: {len(report.mandatory)} mandatory and {len(report.advisory)} advisory "
+        f"violation(s) from {len(report.policies)} policies.\n"
+    )
+    return 0 if result.passed else 1

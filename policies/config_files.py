@@ -1,0 +1,229 @@
+"""Device-plugin config files, wherever they are: found by content, read the way the plugin reads them.
+
+- `ConfigSource`: the config files one resource holds: any ConfigMap whose data values are plugin configs
+  (a YAML mapping with `sharing` or `flags`), or the `values.config.map` of NVIDIA's Helm chart; with the
+  `gpushare.io/tuning-<key>` provenance annotations that travel with them.
+- `PluginConfigView`: one file as the plugin reads it (`gpushare.device_plugin_config`), plus a lenient
+  reading of its time-slicing entries, so that the rules can still name the entries of a refused file.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+import yaml
+
+from gpushare import device_plugin_config, kube_names
+from gpushare.device_plugin_config import DevicePluginConfig, DevicePluginConfigError
+from gpushare.errors import GpushareError
+from policies.props import CONFIG_MAP, UNKNOWN, Resource, dig, integer, mapping, string_map, text
+
+DEFAULT_PLUGIN_VERSION: Final = "0.14.5"
+NEWEST_PLUGIN_VERSION: Final = device_plugin_config.PLUGIN_VERSIONS[-1]
+# 0.15.0 restructured the plugin (GFD and MPS moved in, the chart got its default node affinity): versions
+# other than the two modelled are checked with the rules of the one on their side of it.
+RESTRUCTURED_IN: Final = (0, 15, 0)
+# What PyYAML raises on text that is not YAML: besides YAMLError, constructor errors such as
+# `date: 2025-13-45` (ValueError). Such text is simply not a config file.
+YAML_FAILURES: Final = (yaml.YAMLError, ValueError, TypeError, OverflowError)
+_VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)")
+
+
+# --------------------------------------------------------------------------------------------------------
+# Versions
+
+
+def parse_version(value: str | None) -> tuple[int, int, int] | None:
+    match = _VERSION.match(value or "")
+    return (int(match[1]), int(match[2]), int(match[3])) if match else None
+
+
+def modelled_plugin_version(version: tuple[int, int, int] | None, default: str) -> str:
+    """The plugin version whose rules `device_plugin_config` applies: the exact tag when it is one of the
+    two modelled, else the nearest (the config API changed shape at 0.15)."""
+    if version is None:
+        return default
+    exact = ".".join(map(str, version))
+    if exact in device_plugin_config.PLUGIN_VERSIONS:
+        return exact
+    return DEFAULT_PLUGIN_VERSION if version < RESTRUCTURED_IN else NEWEST_PLUGIN_VERSION
+
+
+def image_version(image: str | None) -> tuple[int, int, int] | None:
+    if not image:
+        return None
+    tag = image.split("@", 1)[0].rpartition("/")[2].partition(":")[2]
+    return parse_version(tag)
+
+
+# --------------------------------------------------------------------------------------------------------
+# Config files
+
+
+@functools.lru_cache(maxsize=1024)
+def looks_like_plugin_config(content: str) -> bool:
+    """A YAML mapping with `sharing` or `flags` (matched case-insensitively, as the plugin does)."""
+    try:
+        document = yaml.safe_load(content)
+    except YAML_FAILURES:
+        return False
+    return isinstance(document, dict) and any(str(key).lower() in ("sharing", "flags") for key in document)
+
+
+@dataclass(frozen=True)
+class SharedEntry:
+    """One `sharing.timeSlicing.resources` item."""
+
+    resource_name: str
+    replicas: int | None
+    """None when the file's value is not an integer (the validator reports it)."""
+
+
+@dataclass(frozen=True)
+class PluginConfigView:
+    text: str
+    config: DevicePluginConfig | None
+    error: DevicePluginConfigError | None
+    time_slicing: bool
+    shared: tuple[SharedEntry, ...]
+    fail_requests_greater_than_one: bool
+    file_mig_strategy: str | None
+
+    def effective_mig_strategy(self, overrides: Mapping[str, object], plugin_version: str) -> str | None:
+        if self.config is None:
+            return None
+        try:
+            flags = device_plugin_config.effective_flags(
+                self.config, overrides, plugin_version=plugin_version
+            )
+        except GpushareError:
+            return None
+        return flags.mig_strategy
+
+
+@functools.lru_cache(maxsize=256)
+def read_plugin_config(content: str, plugin_version: str = DEFAULT_PLUGIN_VERSION) -> PluginConfigView:
+    try:
+        parsed = device_plugin_config.parse(content, plugin_version)
+    except DevicePluginConfigError as err:
+        return _raw_view(content, err)
+    except GpushareError as err:
+        return _raw_view(content, DevicePluginConfigError(err.message))
+    time_slicing = parsed.config.sharing.time_slicing
+    return PluginConfigView(
+        text=content,
+        config=parsed.config,
+        error=None,
+        time_slicing=time_slicing is not None,
+        shared=tuple(SharedEntry(r.name, r.replicas) for r in time_slicing.resources) if time_slicing else (),
+        fail_requests_greater_than_one=bool(time_slicing and time_slicing.fail_requests_greater_than_one),
+        file_mig_strategy=parsed.config.flags.mig_strategy,
+    )
+
+
+def _key(document: object, name: str) -> Any:
+    """A plain-struct key as the plugin matches it: exact, else case-insensitive."""
+    if not isinstance(document, dict):
+        return None
+    if name in document:
+        return document[name]
+    return next((v for k, v in document.items() if str(k).lower() == name.lower()), None)
+
+
+def _raw_view(content: str, error: DevicePluginConfigError) -> PluginConfigView:
+    """What a refused file says, read leniently, so `replicas: 1` is still named as such."""
+    try:
+        document = yaml.safe_load(content)
+    except YAML_FAILURES:
+        document = None
+    time_slicing = _key(_key(document, "sharing"), "timeSlicing")
+    resources = time_slicing.get("resources") if isinstance(time_slicing, dict) else None
+    entries = []
+    for item in resources if isinstance(resources, list) else []:
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+            continue
+        try:
+            name = device_plugin_config.qualify_resource_name(item["name"])
+        except DevicePluginConfigError:
+            name = item["name"]
+        entries.append(SharedEntry(name, integer(item.get("replicas"))))
+    strategy = _key(_key(document, "flags"), "migStrategy")
+    return PluginConfigView(
+        text=content,
+        config=None,
+        error=error,
+        time_slicing=isinstance(time_slicing, dict),
+        shared=tuple(entries),
+        fail_requests_greater_than_one=isinstance(time_slicing, dict)
+        and time_slicing.get("failRequestsGreaterThanOne") is True,
+        file_mig_strategy=strategy if isinstance(strategy, str) else None,
+    )
+
+
+def provenance_of(annotations: Mapping[str, str], key: str) -> dict[str, Any] | None:
+    """The `gpushare.io/tuning-<key>` JSON (gpushare/plugin_configs.py writes it), if readable."""
+    raw = annotations.get(kube_names.tuning_annotation(key))
+    if raw is None:
+        return None
+    try:
+        document = json.loads(raw)
+    except ValueError:
+        return None
+    return document if isinstance(document, dict) else None
+
+
+@dataclass(frozen=True)
+class ConfigSource:
+    """Device-plugin config files held by one resource: a ConfigMap, or a Helm release's `config.map`."""
+
+    resource: Resource
+    kind: Literal["ConfigMap", "Helm release"]
+    namespace: str
+    name: str
+    data: Mapping[str, str]
+    """Every known string entry (ConfigMap `data`, chart `config.map`)."""
+    keys_known: bool
+    """False when the data, or one of its entries, is unknown (preview)."""
+    annotations: Mapping[str, str]
+    """Where provenance lives: ConfigMap annotations, or the chart's `podAnnotations`."""
+    plugin_version: str = DEFAULT_PLUGIN_VERSION
+    overrides: Mapping[str, object] = field(default_factory=dict)
+    """Flags that beat every file of this source (the chart's top-level values, rendered as env vars)."""
+
+    def describe(self) -> str:
+        if self.kind == "ConfigMap":
+            return f"ConfigMap {self.namespace}/{self.name}"
+        return f"Helm release {self.namespace}/{self.name} config.map"
+
+    def where(self, key: str) -> str:
+        return f'{self.describe()} key "{key}"'
+
+    def plugin_configs(self) -> dict[str, str]:
+        """The entries that are device-plugin config files: by content in a ConfigMap, all of a chart map."""
+        if self.kind == "Helm release":
+            return dict(self.data)
+        return {key: value for key, value in self.data.items() if looks_like_plugin_config(value)}
+
+    def provenance(self, key: str) -> dict[str, Any] | None:
+        return provenance_of(self.annotations, key)
+
+
+def config_map_source(res: Resource) -> ConfigSource | None:
+    if res.type != CONFIG_MAP:
+        return None
+    data = res.props.get("data")
+    entries = mapping(data)
+    return ConfigSource(
+        resource=res,
+        kind="ConfigMap",
+        namespace=text(dig(res.props, "metadata", "namespace")) or "default",
+        name=text(dig(res.props, "metadata", "name")) or res.name,
+        data={k: v for k, v in entries.items() if isinstance(v, str)},
+        keys_known=data is not UNKNOWN and UNKNOWN not in entries.values(),
+        annotations=string_map(dig(res.props, "metadata", "annotations")),
+    )

@@ -1,0 +1,932 @@
+"""The gpushare policy pack (policies/): every policy called directly, the way the SDK calls it.
+
+Props go through the same path as in a pack (a protobuf Struct, `deserialize_properties`, the
+unknown-checking proxy), so numbers are doubles, secrets arrive unwrapped and unknowns raise on access.
+The stack config reaches the rules through `PULUMI_CONFIG`, as the CLI passes it. The program's own
+resources are rebuilt from the gpushare modules the components use (plan, plugin configs, pod shape);
+each policy gets a compliant and a violating case, and the seed cluster's mistakes
+(tests/fixtures/policies/seed_mistakes.yaml) must each be caught by their policy.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from google.protobuf import json_format, struct_pb2  # type: ignore[import-untyped]  # no stubs installed
+from pulumi_policy import (
+    EnforcementLevel,
+    PolicyCustomTimeouts,
+    PolicyProviderResource,
+    PolicyResource,
+    PolicyResourceOptions,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
+from pulumi_policy.deserialize import deserialize_properties
+from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, unknown_checking_proxy
+
+from gpushare import kube_names, plugin_pod
+from gpushare.plan import build_plan
+from gpushare.plugin_configs import PluginConfigEntry, plugin_config_entries
+from gpushare.stack_config import DEFAULT_CHART_REPOSITORY, StackConfig, load_stack_file
+from offline.mock_run import Mocks, is_unknown, load_stack_config, run_program
+from policies import rules
+from policies.props import SECRET_SIGNATURE, SECRET_SIGNATURE_KEY
+
+PROJECT_DIR = Path(__file__).resolve().parent.parent
+SEED_MISTAKES = Path(__file__).resolve().parent / "fixtures" / "policies" / "seed_mistakes.yaml"
+OPTIONS = PolicyResourceOptions(False, [], None, [], PolicyCustomTimeouts(0, 0, 0), [], None)
+UNKNOWN = UNKNOWN_STRING_VALUE
+REQUIRED_NAMES = {
+    "time-slicing-replicas-tuned",
+    "time-slicing-replicas-underused",
+    "time-slicing-replicas-minimum",
+    "fail-requests-greater-than-one",
+    "device-plugin-config-valid",
+    "config-file-not-directory",
+    "config-key-exists",
+    "one-device-plugin-per-node",
+    "plugin-restarts-on-config-change",
+    "mig-only-on-mig-capable-gpus",
+    "mig-time-slicing-needs-mixed",
+    "helm-chart-pinned",
+    "helm-plugin-schedulable",
+    "cli-flag-overrides-config",
+    "gpu-pool-labels",
+    "no-plaintext-cloud-secrets",
+}
+GET_CLUSTERS = "tencentcloud:Kubernetes/getClusters:getClusters"
+ADVISORY_NAMES = {
+    "time-slicing-replicas-underused",
+    "cli-flag-overrides-config",
+    "time-slicing-measurement-fresh",
+}
+
+
+# --------------------------------------------------------------------------------------------------------
+# Resources as the engine shows them
+
+
+@dataclass
+class Res:
+    type: str
+    name: str
+    props: dict[str, Any]
+    stack: str = "prod"
+
+    @property
+    def urn(self) -> str:
+        return f"urn:pulumi:{self.stack}::gpushare::{self.type}::{self.name}"
+
+
+def engine_props(props: Mapping[str, Any]) -> Any:
+    """What a validator gets: a Struct round trip (numbers become doubles), secrets unwrapped, the proxy."""
+    struct = struct_pb2.Struct()
+    struct.update(copy.deepcopy(dict(props)))
+    return unknown_checking_proxy(deserialize_properties(json_format.MessageToDict(struct)))
+
+
+def resource_messages(
+    policy: ResourceValidationPolicy, res: Res, config: Mapping[str, Any] | None = None
+) -> list[str]:
+    messages: list[str] = []
+
+    def report(message: str, urn: str | None = None) -> None:
+        messages.append(message)
+
+    args = ResourceValidationArgs(
+        res.type, engine_props(res.props), res.urn, res.name, OPTIONS, None, dict(config or {})
+    )
+    policy.validate(args, report)
+    return messages
+
+
+def stack_messages(
+    policy: StackValidationPolicy, resources: Sequence[Res], config: Mapping[str, Any] | None = None
+) -> list[tuple[str, str | None]]:
+    reported: list[tuple[str, str | None]] = []
+
+    def report(message: str, urn: str | None = None) -> None:
+        reported.append((message, urn))
+
+    policy_resources = [
+        PolicyResource(r.type, engine_props(r.props), r.urn, r.name, OPTIONS, None, None, [], {})
+        for r in resources
+    ]
+    policy.validate(StackValidationArgs(policy_resources, dict(config or {})), report)
+    return reported
+
+
+def messages_of(name: str, resources: Sequence[Res], config: Mapping[str, Any] | None = None) -> list[str]:
+    """Every message one policy reports over `resources` (each resource for a resource policy)."""
+    policy = rules.POLICIES_BY_NAME[name]
+    if isinstance(policy, StackValidationPolicy):
+        return [message for message, _ in stack_messages(policy, resources, config)]
+    assert isinstance(policy, ResourceValidationPolicy)
+    return [m for res in resources for m in resource_messages(policy, res, config)]
+
+
+def all_messages(resources: Sequence[Res]) -> dict[str, list[str]]:
+    found = {policy.name: messages_of(policy.name, resources) for policy in rules.POLICIES}
+    return {name: messages for name, messages in found.items() if messages}
+
+
+def mandatory(found: Mapping[str, list[str]]) -> dict[str, list[str]]:
+    return {name: messages for name, messages in found.items() if name not in ADVISORY_NAMES}
+
+
+# --------------------------------------------------------------------------------------------------------
+# The program's resources, rebuilt from the modules the components use
+
+
+@dataclass(frozen=True)
+class Program:
+    stack: StackConfig
+    entries: tuple[PluginConfigEntry, ...]
+    resources: list[Res] = field(default_factory=list)
+
+    def entry(self, key: str) -> PluginConfigEntry:
+        return next(e for e in self.entries if e.key == key)
+
+    def get(self, name: str) -> Res:
+        return next(r for r in self.resources if r.name == name)
+
+    def but(self, *changed: Res) -> list[Res]:
+        """The program's resources with `changed` in place of the same-named ones."""
+        by_name = {r.name: r for r in changed}
+        return [by_name.get(r.name, r) for r in self.resources]
+
+
+def config_map(entries: Sequence[PluginConfigEntry], stack: str = "prod") -> Res:
+    return Res(
+        "kubernetes:core/v1:ConfigMap",
+        "gpushare-config-configmap",
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {
+                "name": kube_names.CONFIG_MAP_NAME,
+                "namespace": kube_names.CONFIG_MAP_NAMESPACE,
+                "annotations": {kube_names.tuning_annotation(e.key): e.provenance_json for e in entries},
+            },
+            "data": {e.key: e.text for e in entries},
+        },
+        stack,
+    )
+
+
+def plugin_pod_spec(entry: PluginConfigEntry, image: str) -> dict[str, Any]:
+    return {
+        "nodeSelector": plugin_pod.node_selector(entry.key),
+        "tolerations": [{"operator": "Exists"}],
+        "containers": [
+            {
+                "name": kube_names.PLUGIN_CONTAINER,
+                "image": image,
+                "command": list(plugin_pod.COMMAND),
+                "args": plugin_pod.plugin_args(entry.key),
+                "env": [{"name": k, "value": v} for k, v in plugin_pod.ENV.items()],
+                "volumeMounts": [
+                    {"name": plugin_pod.DEVICE_PLUGIN_VOLUME, "mountPath": plugin_pod.DEVICE_PLUGIN_DIR},
+                    {"name": kube_names.CONFIG_VOLUME, "mountPath": kube_names.CONFIG_MOUNT_DIR},
+                ],
+            }
+        ],
+        "volumes": [
+            {"name": plugin_pod.DEVICE_PLUGIN_VOLUME, "hostPath": {"path": plugin_pod.DEVICE_PLUGIN_DIR}},
+            {"name": kube_names.CONFIG_VOLUME, "configMap": {"name": kube_names.CONFIG_MAP_NAME}},
+        ],
+    }
+
+
+def plugin_daemon_set(entry: PluginConfigEntry, image: str) -> Res:
+    return Res(
+        "kubernetes:apps/v1:DaemonSet",
+        f"gpushare-plugins-{entry.key}",
+        {
+            "metadata": {"name": plugin_pod.daemonset_name(entry.key), "namespace": "kube-system"},
+            "spec": {
+                "selector": {"matchLabels": plugin_pod.pod_selector_labels(entry.key)},
+                "template": {
+                    "metadata": {
+                        "labels": plugin_pod.pod_selector_labels(entry.key),
+                        "annotations": {kube_names.ANNOTATION_CONFIG_SHA256: entry.sha256},
+                    },
+                    "spec": plugin_pod_spec(entry, image),
+                },
+            },
+        },
+    )
+
+
+def tke_patch(adopted: PluginConfigEntry | None, stack: str = "prod") -> Res:
+    if adopted is None:
+        template: dict[str, Any] = {
+            "spec": {"nodeSelector": {kube_names.LABEL_PARKED: kube_names.PARKED_VALUE}}
+        }
+    else:
+        spec = plugin_pod_spec(adopted, "")
+        container = spec["containers"][0]
+        template = {
+            "metadata": {"annotations": {kube_names.ANNOTATION_CONFIG_SHA256: adopted.sha256}},
+            "spec": {
+                "nodeSelector": spec["nodeSelector"],
+                "containers": [
+                    {
+                        "name": container["name"],
+                        "args": container["args"],
+                        "volumeMounts": container["volumeMounts"][1:],
+                    }
+                ],
+                "volumes": spec["volumes"][1:],
+            },
+        }
+    return Res(
+        "kubernetes:apps/v1:DaemonSetPatch",
+        "gpushare-managed-plugin-patch",
+        {
+            "metadata": {
+                "name": kube_names.MANAGED_PLUGIN_NAME,
+                "namespace": kube_names.MANAGED_PLUGIN_NAMESPACE,
+                "annotations": {"pulumi.com/patchForce": "true"},
+            },
+            "spec": {"template": template},
+        },
+        stack,
+    )
+
+
+def node_pool(program_stack: StackConfig, pool_name: str, extra: Mapping[str, str] | None = None) -> Res:
+    pool = program_stack.pool(pool_name)
+    labels = {
+        kube_names.LABEL_DEVICE_ENABLE: kube_names.DEVICE_ENABLE_VALUE,
+        kube_names.LABEL_PLUGIN_CONFIG: pool.config_key,
+        kube_names.LABEL_GPU_MODEL: pool.gpu,
+        kube_names.LABEL_POOL: pool.name,
+        **(extra or {}),
+    }
+    return Res(
+        "tencentcloud:Kubernetes/nodePool:NodePool",
+        f"gpushare-{pool.name}-pool",
+        {
+            "name": f"gpushare-{pool.name}",
+            "clusterId": program_stack.cluster.id,
+            "autoScalingConfig": {"instanceType": pool.instance_type},
+            "nodeConfig": {"gpuArgs": {"migEnable": pool.sharing.mode == "mig"}},
+            "labels": labels,
+        },
+        program_stack.stack,
+    )
+
+
+def helm_release(program_stack: StackConfig, entries: Sequence[PluginConfigEntry]) -> Res:
+    plugin = program_stack.plugin
+    return Res(
+        "kubernetes:helm.sh/v3:Release",
+        "gpushare-device-plugin-release",
+        {
+            "name": "nvidia-device-plugin",
+            "chart": "nvidia-device-plugin",
+            "version": plugin.plugin_version,
+            "namespace": plugin.namespace,
+            "repositoryOpts": {"repo": DEFAULT_CHART_REPOSITORY},
+            "values": {
+                "config": {"map": {e.key: e.text for e in entries}, "default": "any"},
+                "gfd": {"enabled": plugin.gfd_enabled},
+                "podAnnotations": {kube_names.tuning_annotation(e.key): e.provenance_json for e in entries},
+            },
+        },
+        program_stack.stack,
+    )
+
+
+def provider(**props: Any) -> Res:
+    return Res("pulumi:providers:tencentcloud", "tencentcloud", {"region": "ap-singapore", **props})
+
+
+def program(stack_name: str) -> Program:
+    """The resources GpuSharingCluster registers for a stack (components/gpu_sharing_cluster.py)."""
+    stack = load_stack_file(PROJECT_DIR / f"Pulumi.{stack_name}.yaml")
+    entries = plugin_config_entries(build_plan(stack))
+    made = Program(stack, entries)
+    plugin = stack.plugin
+    present = (
+        {kube_names.LABEL_GPU_PRESENT: "true"}
+        if plugin.mode == "helm" and not plugin.node_feature_discovery
+        else {}
+    )
+    for pool in stack.pools:
+        mig = {kube_names.LABEL_MIG_CONFIG: pool.sharing.config_name} if pool.sharing.mode == "mig" else {}
+        made.resources.append(node_pool(stack, pool.name, {**present, **mig}))
+    made.resources.append(provider())
+    managed = plugin.managed_plugin
+    if plugin.mode == "daemonsets":
+        made.resources.append(config_map(entries, stack_name))
+        for entry in entries:
+            if entry.key not in ("any", managed.pool):
+                made.resources.append(plugin_daemon_set(entry, plugin.plugin_image))
+        adopted = made.entry(managed.pool) if managed.action == "adopt" and managed.pool else None
+        made.resources.append(tke_patch(adopted, stack_name))
+    else:
+        made.resources.append(helm_release(stack, entries))
+        made.resources.append(tke_patch(None, stack_name))
+    return made
+
+
+def with_data(res: Res, key: str, text: str) -> Res:
+    changed = copy.deepcopy(res)
+    target = changed.props["values"]["config"]["map"] if "values" in changed.props else changed.props["data"]
+    target[key] = text
+    return changed
+
+
+def replicas_text(
+    replicas: Any, resource: str = "nvidia.com/gpu", strategy: str = "none", fail: bool = True
+) -> str:
+    return (
+        f"version: v1\nflags:\n  migStrategy: {strategy}\nsharing:\n  timeSlicing:\n"
+        f"    failRequestsGreaterThanOne: {str(fail).lower()}\n"
+        f"    resources:\n    - name: {resource}\n      replicas: {replicas}\n"
+    )
+
+
+# --------------------------------------------------------------------------------------------------------
+# Environment: the stack config as the CLI passes it
+
+
+def stack_config_env(stack_name: str, edit: Callable[[dict[str, Any]], None] | None = None) -> str:
+    """`PULUMI_CONFIG` for a stack file: `namespace:key` -> string, structured values as JSON."""
+    document = yaml.safe_load((PROJECT_DIR / f"Pulumi.{stack_name}.yaml").read_text())
+    config = document["config"]
+    if edit is not None:
+        edit(config)
+    values = {}
+    for key, value in config.items():
+        full = key if ":" in key else f"gpushare:{key}"
+        values[full] = value if isinstance(value, str) else json.dumps(value)
+    return json.dumps(values)
+
+
+@pytest.fixture(autouse=True)
+def _isolated_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in (
+        "PULUMI_CONFIG",
+        "PULUMI_STACK",
+        "PULUMI_CONFIG_SECRET_KEYS",
+        "TENCENTCLOUD_SECRET_ID",
+        "TENCENTCLOUD_SECRET_KEY",
+        "TENCENTCLOUD_SECURITY_TOKEN",
+    ):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def use_stack(monkeypatch: pytest.MonkeyPatch) -> Callable[..., None]:
+    def use(stack_name: str, edit: Callable[[dict[str, Any]], None] | None = None) -> None:
+        monkeypatch.setenv("PULUMI_STACK", stack_name)
+        monkeypatch.setenv("PULUMI_CONFIG", stack_config_env(stack_name, edit))
+
+    return use
+
+
+@pytest.fixture(scope="module")
+def prod() -> Program:
+    return program("prod")
+
+
+@pytest.fixture(scope="module")
+def staging() -> Program:
+    return program("staging")
+
+
+# --------------------------------------------------------------------------------------------------------
+# The pack as a whole
+
+
+def test_pack_has_every_required_policy_with_its_level() -> None:
+    names = [policy.name for policy in rules.POLICIES]
+    assert len(names) == len(set(names))
+    assert set(names) >= REQUIRED_NAMES
+    advisory = {p.name for p in rules.POLICIES if p.enforcement_level == EnforcementLevel.ADVISORY}
+    assert advisory == ADVISORY_NAMES
+    # The rest inherit the pack's MANDATORY level from policies/__main__.py.
+    assert all(p.enforcement_level in (None, EnforcementLevel.ADVISORY) for p in rules.POLICIES)
+    main = (PROJECT_DIR / "policies" / "__main__.py").read_text()
+    assert 'PolicyPack(name="gpushare"' in main and "EnforcementLevel.MANDATORY" in main
+    project = yaml.safe_load((PROJECT_DIR / "policies" / "PulumiPolicy.yaml").read_text())
+    assert project["version"] == "0.1.0"
+    assert project["runtime"] == {"name": "python", "options": {"toolchain": "pip", "virtualenv": "venv"}}
+
+
+@pytest.mark.parametrize("stack_name", ["prod", "staging"])
+def test_the_programs_resources_pass_every_mandatory_policy(
+    stack_name: str, use_stack: Callable[..., None]
+) -> None:
+    use_stack(stack_name)
+    found = all_messages(program(stack_name).resources)
+    assert mandatory(found) == {}
+    # The seed's measurements date from 2025-06-01: only the age advisory speaks.
+    assert set(found) <= {"time-slicing-measurement-fresh"}
+
+
+@pytest.mark.parametrize("stack_name", ["prod", "staging"])
+def test_the_real_program_run_offline_passes_every_mandatory_policy(
+    stack_name: str, use_stack: Callable[..., None]
+) -> None:
+    """The same, on what the program itself registers (offline/mock_run.py: no engine, no cloud)."""
+
+    def engine_value(value: Any) -> Any:
+        if is_unknown(value):
+            return UNKNOWN
+        if isinstance(value, dict):
+            return {k: engine_value(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [engine_value(v) for v in value]
+        return value
+
+    config, secret_keys = load_stack_config(PROJECT_DIR, stack_name)
+    # The kubeconfig lookup is the program's only invoke.
+    mocks = Mocks(invoke_handlers={GET_CLUSTERS: lambda _: {"lists": [{"kubeConfig": "apiVersion: v1"}]}})
+    run = run_program(
+        PROJECT_DIR, stack=stack_name, config=config, secret_keys=secret_keys, preview=True, mocks=mocks
+    )
+    use_stack(stack_name)
+    resources = [
+        Res(r.type, r.name, engine_value(r.inputs), stack_name) for r in run.resources if r.custom and r.type
+    ]
+    assert {r.type for r in resources} >= {
+        "tencentcloud:Kubernetes/nodePool:NodePool",
+        "pulumi:providers:tencentcloud",
+    }
+    found = all_messages(resources)
+    assert mandatory(found) == {}
+    assert set(found) <= {"time-slicing-measurement-fresh"}
+
+
+def _seed_scenarios() -> list[Any]:
+    document = yaml.safe_load(SEED_MISTAKES.read_text())
+    return [pytest.param(scenario, id=name) for name, scenario in document["scenarios"].items()]
+
+
+@pytest.mark.parametrize("scenario", _seed_scenarios())
+def test_each_seed_mistake_is_caught_by_its_policy(
+    scenario: dict[str, Any], use_stack: Callable[..., None]
+) -> None:
+    use_stack("prod")
+    resources = [Res(r["type"], r["name"], r["props"]) for r in scenario["resources"]]
+    messages = messages_of(scenario["caught_by"], resources)
+    assert any(scenario["says"] in message for message in messages), messages
+
+
+# --------------------------------------------------------------------------------------------------------
+# 1-4: time-slicing entries against the tuning rule
+
+
+def test_tuned_replicas_pass_and_replicas_above_the_maximum_fail(
+    prod: Program, use_stack: Callable[..., None]
+) -> None:
+    use_stack("prod")
+    assert messages_of("time-slicing-replicas-tuned", [prod.get("gpushare-config-configmap")]) == []
+    too_many = with_data(prod.get("gpushare-config-configmap"), "l20", replicas_text(9))
+    (message,) = messages_of("time-slicing-replicas-tuned", [too_many])
+    assert 'key "l20": nvidia.com/gpu replicas 9 exceeds the tuned maximum 8' in message
+    assert "46068 MiB L20 / 4621 MiB measured, stack pool l20" in message
+
+
+def test_the_policy_ceiling_is_configurable(prod: Program, use_stack: Callable[..., None]) -> None:
+    use_stack("prod")
+    cm = prod.get("gpushare-config-configmap")
+    # floor(0.5 x 46068 / 4621) = 4 for L20, floor(0.5 x 15360 / 4401) = 1 for T4, so 8 and 3 are too many.
+    messages = messages_of("time-slicing-replicas-tuned", [cm], {"utilizationCeiling": 0.5})
+    assert any("replicas 8 exceeds the tuned maximum 4" in m for m in messages)
+    assert any('key "t4"' in m and "maximum 1" in m for m in messages)
+
+
+def test_without_stack_config_the_provenance_annotation_supplies_gpu_and_measurement(prod: Program) -> None:
+    cm = prod.get("gpushare-config-configmap")  # no PULUMI_CONFIG: only the annotations tell
+    assert messages_of("time-slicing-replicas-tuned", [cm]) == []
+    (message,) = messages_of("time-slicing-replicas-tuned", [with_data(cm, "l20", replicas_text(10))])
+    assert "maximum 8" in message and "annotation gpushare.io/tuning-l20" in message
+
+
+def test_memory_comes_from_the_catalog_never_from_the_annotation(prod: Program) -> None:
+    cm = copy.deepcopy(prod.get("gpushare-config-configmap"))
+    annotation = kube_names.tuning_annotation("l20")
+    provenance = json.loads(cm.props["metadata"]["annotations"][annotation])
+    provenance["memoryMiB"] = 10**6
+    provenance["resources"][0]["memoryMiB"] = 10**6
+    cm.props["metadata"]["annotations"][annotation] = json.dumps(provenance)
+    (message,) = messages_of("time-slicing-replicas-tuned", [with_data(cm, "l20", replicas_text(20))])
+    assert "maximum 8" in message
+
+
+def test_a_key_without_pool_or_annotation_is_not_tuned(prod: Program, use_stack: Callable[..., None]) -> None:
+    use_stack("prod")
+    cm = with_data(prod.get("gpushare-config-configmap"), "a10", replicas_text(2))
+    (message,) = messages_of("time-slicing-replicas-tuned", [cm])
+    assert "no pool 'a10' in the stack config" in message and "replicas 2 is not tuned" in message
+
+
+def test_the_fallback_key_is_tuned_for_the_smallest_gpu_and_largest_measurement(
+    prod: Program, use_stack: Callable[..., None]
+) -> None:
+    use_stack("prod")
+    # T4's 15360 MiB over L20's 4621 MiB measurement: floor(0.9 x 15360 / 4621) = 2.
+    (message,) = messages_of(
+        "time-slicing-replicas-tuned",
+        [with_data(prod.get("gpushare-config-configmap"), "any", replicas_text(3))],
+    )
+    assert 'key "any"' in message and "maximum 2" in message and "15360 MiB smallest" in message
+
+
+def test_mig_resources_are_tuned_for_the_mig_instance(
+    staging: Program, use_stack: Callable[..., None]
+) -> None:
+    use_stack("staging")
+    release = staging.get("gpushare-device-plugin-release")
+    assert messages_of("time-slicing-replicas-tuned", [release]) == []
+    # H20 1g.12gb holds 11264 MiB: floor(0.9 x 11264 / 4621) = 2.
+    too_many = with_data(release, "h20", replicas_text(3, "nvidia.com/mig-1g.12gb", "mixed"))
+    (message,) = messages_of("time-slicing-replicas-tuned", [too_many])
+    assert "replicas 3 exceeds the tuned maximum 2" in message and "H20 MIG 1g.12gb" in message
+
+
+def test_underused_replicas_are_advised(prod: Program, use_stack: Callable[..., None]) -> None:
+    use_stack("prod")
+    cm = prod.get("gpushare-config-configmap")
+    assert messages_of("time-slicing-replicas-underused", [cm]) == []
+    (message,) = messages_of("time-slicing-replicas-underused", [with_data(cm, "l20", replicas_text(6))])
+    assert "replicas 6 is below the tuned 8" in message
+
+
+def test_a_stack_that_tunes_below_the_pack_ceiling_is_not_underused(
+    prod: Program, use_stack: Callable[..., None]
+) -> None:
+    use_stack("prod", lambda config: config["gpushare:sharing"].update(utilizationCeiling=0.7))
+    # floor(0.7 x 46068 / 4621) = 6: what the stack derives, so not under-used.
+    cm = with_data(prod.get("gpushare-config-configmap"), "l20", replicas_text(6))
+    assert messages_of("time-slicing-replicas-underused", [cm]) == []
+
+
+def test_replicas_below_two_are_refused(prod: Program) -> None:
+    cm = prod.get("gpushare-config-configmap")
+    assert messages_of("time-slicing-replicas-minimum", [cm]) == []
+    (message,) = messages_of("time-slicing-replicas-minimum", [with_data(cm, "l20", replicas_text(1))])
+    assert 'key "l20": nvidia.com/gpu replicas 1 is below 2' in message
+
+
+def test_shared_resources_must_fail_requests_greater_than_one(prod: Program) -> None:
+    cm = prod.get("gpushare-config-configmap")
+    assert messages_of("fail-requests-greater-than-one", [cm]) == []
+    (message,) = messages_of(
+        "fail-requests-greater-than-one", [with_data(cm, "t4", replicas_text(3, fail=False))]
+    )
+    assert 'key "t4"' in message and "failRequestsGreaterThanOne: true" in message
+
+
+def test_old_or_undated_measurements_are_advised(prod: Program, use_stack: Callable[..., None]) -> None:
+    recent = (date.today() - timedelta(days=30)).isoformat()
+
+    def dated(config: dict[str, Any]) -> None:
+        config["gpushare:pools"][0]["sharing"]["measuredAt"] = recent
+        del config["gpushare:pools"][1]["sharing"]["measuredAt"]
+
+    use_stack("prod", dated)
+    cm = prod.get("gpushare-config-configmap")
+    (undated,) = messages_of("time-slicing-measurement-fresh", [cm])
+    assert 'key "t4"' in undated and "no measuredAt" in undated
+    use_stack("prod")
+    old = messages_of("time-slicing-measurement-fresh", [cm], {"maxMeasurementAgeDays": 10_000})
+    assert old == []
+    stale = messages_of("time-slicing-measurement-fresh", [cm])
+    assert len(stale) == 2 and "older than 180 days" in stale[0]
+    use_stack("prod", lambda config: config["gpushare:sharing"].update(maxMeasurementAgeDays=30))
+    tightened = messages_of("time-slicing-measurement-fresh", [cm], {"maxMeasurementAgeDays": 10_000})
+    assert len(tightened) == 2 and "older than 30 days" in tightened[0]
+
+
+def test_config_data_unknown_during_preview_is_skipped(prod: Program, use_stack: Callable[..., None]) -> None:
+    use_stack("prod")
+    cm = copy.deepcopy(prod.get("gpushare-config-configmap"))
+    cm.props["data"]["l20"] = UNKNOWN
+    assert messages_of("time-slicing-replicas-tuned", [cm]) == []
+    cm.props["data"] = UNKNOWN
+    for name in ("time-slicing-replicas-tuned", "device-plugin-config-valid", "config-key-exists"):
+        assert messages_of(name, prod.but(cm)) == []
+
+
+# --------------------------------------------------------------------------------------------------------
+# 5-7, 9, 12, 14: plugin workloads and their configs
+
+
+def test_invalid_configs_are_refused_for_the_version_deployed(
+    prod: Program, use_stack: Callable[..., None]
+) -> None:
+    use_stack("prod")
+    assert messages_of("device-plugin-config-valid", prod.resources) == []
+    broken = with_data(prod.get("gpushare-config-configmap"), "l20", replicas_text('"4"'))
+    (message,) = messages_of("device-plugin-config-valid", prod.but(broken))
+    assert 'key "l20": device plugin 0.14.5 refuses it' in message and "replicas" in message
+
+
+def test_validation_follows_the_image_tag(prod: Program, use_stack: Callable[..., None]) -> None:
+    use_stack("prod")
+    newer_only = "version: v1\nflags:\n  migStrategy: none\n  deviceDiscoveryStrategy: bogus\n"
+    cm = with_data(prod.get("gpushare-config-configmap"), "l20", newer_only)
+    plugin = prod.get("gpushare-plugins-l20")
+    assert messages_of("device-plugin-config-valid", [cm, plugin]) == []  # 0.14.5 ignores the key
+    newer = copy.deepcopy(plugin)
+    newer.props["spec"]["template"]["spec"]["containers"][0]["image"] = (
+        "nvcr.io/nvidia/k8s-device-plugin:v0.17.1"
+    )
+    (message,) = messages_of("device-plugin-config-valid", [cm, newer])
+    assert "device plugin 0.17.1 refuses it" in message and "device-discovery-strategy" in message
+
+
+def test_helm_configs_are_validated_with_the_chart_version_and_its_values(
+    staging: Program, use_stack: Callable[..., None]
+) -> None:
+    use_stack("staging")
+    assert messages_of("device-plugin-config-valid", staging.resources) == []
+    release = copy.deepcopy(staging.get("gpushare-device-plugin-release"))
+    release.props["values"]["deviceListStrategy"] = "bogus"
+    messages = messages_of("device-plugin-config-valid", [release])
+    assert messages and all("(value from a CLI/env override)" in m for m in messages)
+
+
+def test_a_directory_config_file_is_refused(prod: Program) -> None:
+    assert messages_of("config-file-not-directory", prod.resources) == []
+    plugin = copy.deepcopy(prod.get("gpushare-plugins-l20"))
+    container = plugin.props["spec"]["template"]["spec"]["containers"][0]
+    container["args"] = ["--config-file", kube_names.CONFIG_MOUNT_DIR + "/"]
+    (message,) = messages_of("config-file-not-directory", [plugin])
+    assert f"is mounted at {kube_names.CONFIG_MOUNT_DIR}" in message
+    container["args"] = []
+    container["env"] = [{"name": "CONFIG_FILE", "value": kube_names.CONFIG_MOUNT_DIR}]
+    assert len(messages_of("config-file-not-directory", [plugin])) == 1
+
+
+def test_the_key_a_config_file_reads_must_exist(prod: Program, use_stack: Callable[..., None]) -> None:
+    use_stack("prod")
+    assert messages_of("config-key-exists", prod.resources) == []
+    cm = copy.deepcopy(prod.get("gpushare-config-configmap"))
+    del cm.props["data"]["l20"]
+    messages = messages_of("config-key-exists", prod.but(cm))
+    assert any("reads key 'l20'" in m for m in messages)
+    assert any("node pool l20: label nvidia.com/device-plugin.config=l20" in m for m in messages)
+
+
+def test_the_key_a_pool_label_selects_must_exist_in_the_chart_map(
+    staging: Program, use_stack: Callable[..., None]
+) -> None:
+    use_stack("staging")
+    assert messages_of("config-key-exists", staging.resources) == []
+    pool = copy.deepcopy(staging.get("gpushare-l20-pool"))
+    pool.props["labels"][kube_names.LABEL_PLUGIN_CONFIG] = "l40s"
+    (message,) = messages_of("config-key-exists", staging.but(pool))
+    assert (
+        "label nvidia.com/device-plugin.config=l40s" in message
+        and "specified config l40s does not exist" in message
+    )
+
+
+def test_a_plugin_without_or_with_a_stale_checksum_does_not_restart(
+    prod: Program, use_stack: Callable[..., None]
+) -> None:
+    use_stack("prod")
+    assert messages_of("plugin-restarts-on-config-change", prod.resources) == []
+    changed = with_data(prod.get("gpushare-config-configmap"), "t4", replicas_text(2))
+    (stale,) = messages_of("plugin-restarts-on-config-change", prod.but(changed))
+    assert (
+        stale.startswith("TKE DaemonSet (patched) kube-system/nvidia-device-plugin-daemonset")
+        and "stale" in stale
+    )
+    plugin = copy.deepcopy(prod.get("gpushare-plugins-l20"))
+    del plugin.props["spec"]["template"]["metadata"]["annotations"]
+    (missing,) = messages_of(
+        "plugin-restarts-on-config-change", [plugin, prod.get("gpushare-config-configmap")]
+    )
+    assert "has no gpushare.io/config-sha256 annotation" in missing
+
+
+def test_the_chart_version_must_be_pinned(staging: Program) -> None:
+    release = staging.get("gpushare-device-plugin-release")
+    assert messages_of("helm-chart-pinned", [release]) == []
+    for version in (None, "^0.17", "0.17.x", ">=0.15.0"):
+        unpinned = copy.deepcopy(release)
+        if version is None:
+            del unpinned.props["version"]
+        else:
+            unpinned.props["version"] = version
+        (message,) = messages_of("helm-chart-pinned", [unpinned])
+        assert "not an exact chart version" in message
+
+
+def test_top_level_chart_values_that_override_the_files_are_advised(
+    staging: Program, use_stack: Callable[..., None]
+) -> None:
+    use_stack("staging")
+    assert messages_of("cli-flag-overrides-config", staging.resources) == []
+    release = copy.deepcopy(staging.get("gpushare-device-plugin-release"))
+    release.props["values"]["migStrategy"] = "mixed"
+    messages = messages_of("cli-flag-overrides-config", [release])
+    assert {m.split("config.map key ")[1] for m in messages} == {
+        '"any". Leave the top-level value unset.',
+        '"l20". Leave the top-level value unset.',
+    }
+
+
+# --------------------------------------------------------------------------------------------------------
+# 8, 10, 11, 13, 15: placement and MIG
+
+
+def test_tke_daemon_set_must_be_parked_or_adopted(
+    prod: Program, staging: Program, use_stack: Callable[..., None]
+) -> None:
+    use_stack("prod")
+    assert messages_of("one-device-plugin-per-node", prod.resources) == []
+    unpatched = [r for r in prod.resources if r.type != "kubernetes:apps/v1:DaemonSetPatch"]
+    messages = messages_of("one-device-plugin-per-node", unpatched)
+    assert (
+        len(messages) == 1
+        and "node pool l20: 2 device plugins" in messages[0]
+        and "not parked" in messages[0]
+    )
+    use_stack("staging")
+    assert messages_of("one-device-plugin-per-node", staging.resources) == []
+    unparked = [r for r in staging.resources if r.type != "kubernetes:apps/v1:DaemonSetPatch"]
+    assert len(messages_of("one-device-plugin-per-node", unparked)) == 2  # chart + TKE on both pools
+
+
+def test_mig_only_where_the_gpu_supports_it(staging: Program, use_stack: Callable[..., None]) -> None:
+    use_stack("staging")
+    assert messages_of("mig-only-on-mig-capable-gpus", staging.resources) == []
+    pool = copy.deepcopy(staging.get("gpushare-l20-pool"))
+    pool.props["nodeConfig"]["gpuArgs"]["migEnable"] = True
+    pool.props["labels"][kube_names.LABEL_MIG_CONFIG] = "all-1g.12gb"
+    messages = messages_of("mig-only-on-mig-capable-gpus", [pool])
+    assert len(messages) == 2 and all("L20 (Ada Lovelace) does not support MIG" in m for m in messages)
+
+
+def test_a_mig_strategy_flag_on_a_gpu_without_mig_is_refused(use_stack: Callable[..., None]) -> None:
+    use_stack("prod")
+    seed = yaml.safe_load(SEED_MISTAKES.read_text())["scenarios"]["mig_strategy_flag_override"]
+    resources = [Res(r["type"], r["name"], r["props"]) for r in seed["resources"]]
+    messages = messages_of("mig-only-on-mig-capable-gpus", resources)
+    assert any("runs with migStrategy single" in m and "L20" in m for m in messages), messages
+
+
+def test_mig_layouts_must_fit_the_gpu(use_stack: Callable[..., None]) -> None:
+    def eight_instances(config: dict[str, Any]) -> None:
+        config["gpushare:pools"][0]["sharing"]["migLayout"] = {"1g.12gb": 8}
+
+    use_stack("staging", eight_instances)
+    (message,) = messages_of("mig-only-on-mig-capable-gpus", [])
+    assert "gpushare:pools[0] (h20)" in message and "does not fit H20" in message
+
+
+def test_mig_time_slicing_needs_the_mixed_strategy(staging: Program) -> None:
+    release = staging.get("gpushare-device-plugin-release")
+    assert messages_of("mig-time-slicing-needs-mixed", [release]) == []
+    single = with_data(release, "h20", replicas_text(2, "nvidia.com/mig-1g.12gb", "single"))
+    (message,) = messages_of("mig-time-slicing-needs-mixed", [single])
+    assert 'key "h20": time-slices nvidia.com/mig-1g.12gb with migStrategy single' in message
+
+
+def test_the_chart_needs_nfd_or_the_gpu_present_label(
+    staging: Program, use_stack: Callable[..., None]
+) -> None:
+    use_stack("staging")
+    assert messages_of("helm-plugin-schedulable", staging.resources) == []
+    assert messages_of("gpu-pool-labels", staging.resources) == []
+    unlabelled = copy.deepcopy(staging.resources)
+    for res in unlabelled:
+        res.props.get("labels", {}).pop(kube_names.LABEL_GPU_PRESENT, None)
+    (message,) = messages_of("helm-plugin-schedulable", unlabelled)
+    assert "schedules on no node of pool(s) h20, l20 (on no GPU pool at all)" in message
+    assert len(messages_of("gpu-pool-labels", unlabelled)) == 2
+    with_gfd = [copy.deepcopy(r) for r in unlabelled]
+    next(r for r in with_gfd if r.name == "gpushare-device-plugin-release").props["values"]["gfd"][
+        "enabled"
+    ] = True
+    assert messages_of("helm-plugin-schedulable", with_gfd) == []
+    assert messages_of("gpu-pool-labels", with_gfd) == []
+
+
+def test_gpu_pools_carry_the_plugin_labels(prod: Program, use_stack: Callable[..., None]) -> None:
+    use_stack("prod")
+    assert messages_of("gpu-pool-labels", prod.resources) == []
+    pool = copy.deepcopy(prod.get("gpushare-t4-pool"))
+    del pool.props["labels"][kube_names.LABEL_DEVICE_ENABLE]
+    del pool.props["labels"][kube_names.LABEL_GPU_MODEL]  # still a GPU pool: GN7.2XLARGE32 is in the catalog
+    (message,) = messages_of("gpu-pool-labels", [pool])
+    assert message.startswith("node pool t4 (T4) lacks") and "nvidia-device-enable=enable" in message
+
+
+def test_unknown_labels_and_args_during_preview_are_skipped(
+    prod: Program, use_stack: Callable[..., None]
+) -> None:
+    use_stack("prod")
+    resources = copy.deepcopy(prod.resources)
+    for res in resources:
+        if "labels" in res.props:
+            res.props["labels"] = UNKNOWN
+        if res.name == "gpushare-plugins-l20":
+            res.props["spec"]["template"]["spec"]["containers"][0]["args"] = UNKNOWN
+    assert mandatory(all_messages(resources)) == {}
+
+
+# --------------------------------------------------------------------------------------------------------
+# 16: credentials
+
+
+def test_a_credential_typed_into_the_program_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    secret = {SECRET_SIGNATURE_KEY: SECRET_SIGNATURE, "value": "typed-in-key"}
+    (message, urn) = stack_messages(rules.NO_PLAINTEXT_CLOUD_SECRETS, [provider(secretKey=secret)])[0]
+    assert "`secretKey` is set in the program" in message and "TENCENTCLOUD_SECRET_KEY" in message
+    assert "typed-in-key" not in message and urn == provider().urn
+    # A driver that leaves provider resources out still shows each resource's provider.
+    config_map = PolicyResource(
+        "kubernetes:core/v1:ConfigMap", {}, "urn:cm", "cm", OPTIONS, None, None, [], {}
+    )
+    config_map.provider = PolicyProviderResource(
+        "pulumi:providers:tencentcloud", engine_props({"secretKey": secret}), provider().urn, "tencentcloud"
+    )
+    reported: list[str] = []
+
+    def report(message: str, urn: str | None = None) -> None:
+        reported.append(message)
+
+    rules.NO_PLAINTEXT_CLOUD_SECRETS.validate(StackValidationArgs([config_map]), report)
+    assert len(reported) == 1
+    # The provider SDK copies the variable into its inputs: the same value from the environment is fine.
+    monkeypatch.setenv("TENCENTCLOUD_SECRET_KEY", "typed-in-key")
+    assert stack_messages(rules.NO_PLAINTEXT_CLOUD_SECRETS, [provider(secretKey=secret)]) == []
+
+
+def test_credentials_in_the_stack_config_must_be_secrets(
+    monkeypatch: pytest.MonkeyPatch, use_stack: Callable[..., None]
+) -> None:
+    use_stack("prod", lambda config: config.update({"tencentcloud:secretKey": "from-config"}))
+    resources = [provider(secretKey="from-config")]
+    (message,) = messages_of("no-plaintext-cloud-secrets", resources)
+    assert "tencentcloud:secretKey is stored in plain text in Pulumi.prod.yaml" in message
+    monkeypatch.setenv("PULUMI_CONFIG_SECRET_KEYS", json.dumps(["tencentcloud:secretKey"]))
+    assert messages_of("no-plaintext-cloud-secrets", resources) == []
+
+
+# --------------------------------------------------------------------------------------------------------
+# Finding configs and plugins by content
+
+
+def test_only_device_plugin_configs_and_plugins_are_considered(
+    staging: Program, use_stack: Callable[..., None]
+) -> None:
+    use_stack("staging")
+    mig_parted = Res(
+        "kubernetes:core/v1:ConfigMap",
+        "mig-parted",
+        {
+            "metadata": {"name": "gpushare-mig-parted-config-h20", "labels": {kube_names.LABEL_POOL: "h20"}},
+            "data": {
+                "config.yaml": "version: v1\nmig-configs:\n  all-1g.12gb:\n  - devices: all\n"
+                "    mig-enabled: true\n    mig-devices: {1g.12gb: 7}\n"
+            },
+        },
+        "staging",
+    )
+    unrelated = Res(
+        "kubernetes:core/v1:ConfigMap", "app", {"data": {"replicas": "1", "a": "b: [1"}}, "staging"
+    )
+    other_chart = copy.deepcopy(staging.get("gpushare-device-plugin-release"))
+    other_chart.name, other_chart.props["chart"] = "other", "ingress-nginx"
+    other_chart.props["values"]["config"]["map"]["l20"] = replicas_text(99)
+    found = all_messages([*staging.resources, mig_parted, unrelated, other_chart])
+    assert mandatory(found) == {}
+    # A mig-parted layout that does not fit its pool's GPU is caught, though.
+    too_big = copy.deepcopy(mig_parted)
+    too_big.props["data"]["config.yaml"] = too_big.props["data"]["config.yaml"].replace("7}", "8}")
+    (message,) = messages_of("mig-only-on-mig-capable-gpus", [*staging.resources, too_big])
+    assert "(pool h20, H20)" in message
+
+
+def test_chart_before_0_15_has_no_default_affinity(staging: Program, use_stack: Callable[..., None]) -> None:
+    use_stack("staging")
+    resources = copy.deepcopy(staging.resources)
+    for res in resources:
+        res.props.get("labels", {}).pop(kube_names.LABEL_GPU_PRESENT, None)
+        if res.name == "gpushare-device-plugin-release":
+            res.props["version"] = "0.14.5"
+    assert messages_of("helm-plugin-schedulable", resources) == []
+    assert messages_of("gpu-pool-labels", resources) == []
+    assert messages_of("device-plugin-config-valid", resources) == []  # checked as 0.14.5
