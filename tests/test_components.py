@@ -60,7 +60,9 @@ def test_gpu_node_pool_registers_one_labelled_tke_pool() -> None:
 def test_gpu_node_pool_with_a_mig_script_enables_mig() -> None:
     staging = stack("staging")
     script = "#!/bin/bash\nnvidia-smi -mig 1\n"
-    args = GpuNodePoolArgs(staging.cluster, staging.pool("h20"), {"nvidia.com/mig.config": "all-1g.12gb"}, script)
+    args = GpuNodePoolArgs(
+        staging.cluster, staging.pool("h20"), {"nvidia.com/mig.config": "all-1g.12gb"}, script
+    )
     result = run(lambda: GpuNodePool("h20", args))
     _, [pool] = children(result, "gpushare:tke:GpuNodePool")
     assert pool.inputs["nodeConfig"]["gpuArgs"] == {"migEnable": True}
@@ -88,9 +90,10 @@ def test_device_plugin_daemonsets_one_per_entry_with_its_checksum() -> None:
     assert [d.name for d in daemonsets] == ["dp-l20", "dp-t4"]
     for ds, key in zip(daemonsets, ("l20", "t4"), strict=True):
         pod = ds.inputs["spec"]["template"]
-        assert pod["metadata"]["annotations"]["gpushare.io/config-sha256"] == hashlib.sha256(
-            found[key].text.encode()
-        ).hexdigest()
+        assert (
+            pod["metadata"]["annotations"]["gpushare.io/config-sha256"]
+            == hashlib.sha256(found[key].text.encode()).hexdigest()
+        )
         container = pod["spec"]["containers"][0]
         assert container["image"] == "registry/plugin:v0.14.5"
         # A file, never the mount directory (seed pitfall 3).
@@ -120,7 +123,9 @@ def test_managed_plugin_adopted_reads_its_pool_key() -> None:
     template = patch.inputs["spec"]["template"]
     assert template["metadata"]["annotations"] == {"gpushare.io/config-sha256": t4.sha256}
     assert template["spec"]["containers"][0]["name"] == "nvidia-device-plugin-ctr"
-    assert template["spec"]["volumes"] == [{"name": "time-slicing-config", "configMap": {"name": "time-slicing-config"}}]
+    assert template["spec"]["volumes"] == [
+        {"name": "time-slicing-config", "configMap": {"name": "time-slicing-config"}}
+    ]
 
 
 def test_device_plugin_release_pins_the_chart_and_carries_every_config() -> None:
