@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 from gpushare.stack_config import PROJECT
 from offline import policy_driver
 from offline.check import analyzed_resources, check_stack
+from offline.mock_run import load_stack_config
 from offline.render import run_stack
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
@@ -59,3 +61,71 @@ def test_check_through_the_cli_exits_0_for_prod() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Policies:" in done.stdout
     assert "0 mandatory" in done.stdout
+
+
+def _mutated_prod() -> list[policy_driver.AnalyzedResource]:
+    """The prod render with the seed's mistakes typed back in, as a careless hand edit would."""
+    resources = analyzed_resources(run_stack(PROJECT_DIR, "prod"))
+    changed = []
+    for resource in resources:
+        properties = dict(resource.properties)
+        if resource.type == "kubernetes:core/v1:ConfigMap":
+            data = dict(properties["data"])
+            # l20 typed as 10 (tuned maximum 8) and t4 hand-typed without any measurement behind it.
+            data["l20"] = data["l20"].replace("replicas: 8", "replicas: 10")
+            data["t4-hand"] = data["t4"]
+            # t4 edited in place: the adopted plugin's checksum annotation is now stale.
+            data["t4"] = data["t4"].replace("replicas: 3", "replicas: 2")
+            properties["data"] = data
+        if resource.type == "kubernetes:apps/v1:DaemonSet":
+            # The directory crash of v0.14.5.
+            container = properties["spec"]["template"]["spec"]["containers"][0]
+            container["args"] = [*container["args"][:-1], "--config-file=/etc/nvidia/time-slicing-config"]
+        if resource.type == "kubernetes:apps/v1:DaemonSetPatch":
+            # TKE's original flag, silently overriding the file's `migStrategy: none`.
+            container = properties["spec"]["template"]["spec"]["containers"][0]
+            container["args"] = ["--mig-strategy=single", *container["args"]]
+        changed.append(dataclasses.replace(resource, properties=properties, outputs=properties))
+    return changed
+
+
+@pytest.fixture(scope="module")
+def seed_mistakes_report() -> policy_driver.PackReport:
+    config, secret_keys = load_stack_config(PROJECT_DIR, "prod")
+    return policy_driver.run_policy_pack(
+        PROJECT_DIR / "policies",
+        _mutated_prod(),
+        stack="prod",
+        project=PROJECT,
+        config=config,
+        secret_keys=secret_keys,
+    )
+
+
+def test_seed_mistakes_fail_through_the_real_protocol(seed_mistakes_report: policy_driver.PackReport) -> None:
+    mandatory = {d.policy_name for d in seed_mistakes_report.mandatory}
+    assert {
+        "time-slicing-replicas-tuned",
+        "config-file-not-directory",
+        "plugin-restarts-on-config-change",
+    } <= mandatory
+    tuned = [
+        d.message for d in seed_mistakes_report.mandatory if d.policy_name == "time-slicing-replicas-tuned"
+    ]
+    assert any('"l20"' in m and "10" in m and "8" in m for m in tuned), tuned
+    advisory = {d.policy_name for d in seed_mistakes_report.advisory}
+    assert "cli-flag-overrides-config" in advisory
+
+
+def test_policy_config_can_raise_the_ceiling_through_the_protocol() -> None:
+    config, secret_keys = load_stack_config(PROJECT_DIR, "prod")
+    with pytest.raises(policy_driver.PolicyConfigError):
+        policy_driver.run_policy_pack(
+            PROJECT_DIR / "policies",
+            [],
+            stack="prod",
+            project=PROJECT,
+            config=config,
+            secret_keys=secret_keys,
+            policy_config={"time-slicing-replicas-tuned": {"utilizationCeiling": 0}},
+        )
