@@ -103,3 +103,31 @@ def test_tune_errors_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_tune_unreadable_file_exits_2(tmp_path: Path) -> None:
     assert run(["tune", "--gpu", "T4", "--from-nvidia-smi", str(tmp_path / "none.csv")])[0] == 2
+
+
+def test_validate_device_plugin_config_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    good = tmp_path / "l20.yaml"
+    good.write_text(
+        "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 8\n"
+    )
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 1\n"
+    )
+    code, text = run(["validate", "device-plugin-config", str(good)])
+    assert (code, text) == (0, f"{good}: valid\n")
+    code, text = run(["validate", "device-plugin-config", str(good), str(bad), "--plugin-version", "0.17.1"])
+    assert code == 1
+    assert f"{bad}: invalid: " in text and "replicas must be >= 2" in text
+    assert run(["validate", "device-plugin-config", str(tmp_path / "missing.yaml")])[0] == 2
+
+
+def test_validate_mig_config_against_a_gpu(project_dir: Path) -> None:
+    fixtures = project_dir / "tests" / "fixtures" / "mig_parted"
+    h20 = str(fixtures / "h20-mixed.yaml")
+    wrong_names = str(fixtures / "h20-with-h100-94gb-names.yaml")
+    assert run(["validate", "mig-config", h20, "--gpu", "H20"]) == (0, f"{h20}: valid\n")
+    assert run(["validate", "mig-config", wrong_names])[0] == 0  # well-formed without a GPU to fit
+    code, text = run(["validate", "mig-config", wrong_names, "--gpu", "H20"])
+    assert code == 1
+    assert "3g.48gb" in text
