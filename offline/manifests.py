@@ -22,6 +22,7 @@ import yaml
 from kubernetes_validate import utils as kubernetes_validate_utils
 from referencing import Registry, Resource
 
+from gpushare import resource_types
 from gpushare.errors import ConfigError, GpushareError
 from offline.mock_run import RecordedResource, is_unknown
 
@@ -42,7 +43,7 @@ __all__ = [
     "validate_manifests",
 ]
 
-HELM_RELEASE_TYPE: Final = "kubernetes:helm.sh/v3:Release"
+HELM_RELEASE_TYPE: Final = resource_types.HELM_RELEASE
 HELM_VALUES_SUFFIX: Final = ".values.yaml"
 PATCH_SUFFIX: Final = "Patch"
 PATCH_FORCE_ANNOTATION: Final = "pulumi.com/patchForce"

@@ -44,6 +44,8 @@ from pulumi.runtime.mocks import MockCallArgs, MockMonitor, MockResourceArgs
 from pulumi.runtime.proto import engine_pb2, provider_pb2, resource_pb2
 from pulumi.runtime.stack import run_in_stack
 
+from gpushare.resource_types import HELM_RELEASE
+
 try:  # private helper: maps the transform callbacks of a request back to the Python callables
     from pulumi.runtime.mocks import _resolve_callbacks
 except ImportError:  # pragma: no cover - only if a future SDK drops it
@@ -320,7 +322,6 @@ ExtraOutputs = Mapping[str, Any] | Callable[[MockResourceArgs], Mapping[str, Any
 InvokeHandler = Callable[[dict[str, Any]], Mapping[str, Any]]
 
 _NOT_AUTONAMED_KINDS_SUFFIX: Final = "List"
-_HELM_RELEASE_TYPE: Final = "kubernetes:helm.sh/v3:Release"
 
 
 def _auto_name_suffix(type_: str, name: str) -> str:
@@ -396,7 +397,7 @@ class Mocks(pulumi.runtime.Mocks):
     def _auto_name(args: MockResourceArgs, outputs: dict[str, Any]) -> None:
         if not args.typ.startswith("kubernetes:"):
             return
-        if args.typ == _HELM_RELEASE_TYPE:
+        if args.typ == HELM_RELEASE:
             if not outputs.get("name"):
                 outputs["name"] = f"{args.name}-{_auto_name_suffix(args.typ, args.name)}"
             return

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from gpushare import resource_types
 from offline.mock_run import Mocks
 
-GET_CLUSTERS: Final = "tencentcloud:Kubernetes/getClusters:getClusters"
+GET_CLUSTERS: Final = resource_types.GET_CLUSTERS
 
 OFFLINE_KUBECONFIG: Final = """\
 # Offline render placeholder: no server is contacted and there are no credentials here.
@@ -45,5 +46,5 @@ def _get_clusters(args: dict[str, Any]) -> dict[str, Any]:
 def program_mocks() -> Mocks:
     return Mocks(
         invoke_handlers={GET_CLUSTERS: _get_clusters},
-        outputs_by_type={"kubernetes:helm.sh/v3:Release": {"status": {"status": "deployed"}}},
+        outputs_by_type={resource_types.HELM_RELEASE: {"status": {"status": "deployed"}}},
     )

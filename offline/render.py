@@ -37,6 +37,7 @@ from typing import Any, Final, TextIO
 
 import pulumi
 
+from gpushare import resource_types
 from gpushare.errors import GpushareError
 from gpushare.plan import capacity_table
 from gpushare.stack_config import StackConfig, load_stack_file, stack_file_name
@@ -73,7 +74,7 @@ __all__ = [
     "validated_stack",
 ]
 
-NODE_POOL_TYPE: Final = "tencentcloud:Kubernetes/nodePool:NodePool"
+NODE_POOL_TYPE: Final = resource_types.NODE_POOL
 REDACTED: Final = "<secret>"
 RESOURCES_FILE: Final = "resources.json"
 OUTPUTS_FILE: Final = "outputs.json"

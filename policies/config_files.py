@@ -21,7 +21,8 @@ import yaml
 from gpushare import device_plugin_config, kube_names
 from gpushare.device_plugin_config import DevicePluginConfig, DevicePluginConfigError
 from gpushare.errors import GpushareError
-from policies.props import CONFIG_MAP, UNKNOWN, Resource, dig, integer, mapping, string_map, text
+from gpushare.resource_types import CONFIG_MAP
+from policies.props import UNKNOWN, Resource, dig, integer, mapping, string_map, text
 
 DEFAULT_PLUGIN_VERSION: Final = "0.14.5"
 NEWEST_PLUGIN_VERSION: Final = device_plugin_config.PLUGIN_VERSIONS[-1]

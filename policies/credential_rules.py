@@ -22,8 +22,9 @@ from typing import Any, Final
 
 from pulumi_policy import ReportViolation, StackValidationArgs, StackValidationPolicy
 
+from gpushare.resource_types import TENCENTCLOUD_PROVIDER
 from gpushare.stack_config import SECRET_KEYS, stack_file_name
-from policies.props import TENCENTCLOUD_PROVIDER, Resource, from_engine, is_secret_envelope, raw_item, text
+from policies.props import Resource, from_engine, is_secret_envelope, raw_item, text
 from policies.settings import current_stack
 
 _PROVIDER_NAMESPACE: Final = "tencentcloud"

@@ -25,13 +25,6 @@ from pulumi_policy.proxy import (
     UnknownValueError,
 )
 
-CONFIG_MAP: Final = "kubernetes:core/v1:ConfigMap"
-DAEMON_SET: Final = "kubernetes:apps/v1:DaemonSet"
-DAEMON_SET_PATCH: Final = "kubernetes:apps/v1:DaemonSetPatch"
-HELM_RELEASE: Final = "kubernetes:helm.sh/v3:Release"
-NODE_POOL: Final = "tencentcloud:Kubernetes/nodePool:NodePool"
-TENCENTCLOUD_PROVIDER: Final = "pulumi:providers:tencentcloud"
-
 # The wire form of a secret (pulumi/sdk/go/common/resource/properties.go). The SDK unwraps it before
 # `validate` sees the props; a driver that does not would show it as this envelope.
 SECRET_SIGNATURE_KEY: Final = "4dabf18193072939515e22adb298388d"

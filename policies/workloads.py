@@ -22,6 +22,7 @@ from typing import Any, Final
 
 from gpushare import catalog, device_plugin_config, kube_names, plugin_pod
 from gpushare.catalog import GpuModel
+from gpushare.resource_types import CONFIG_MAP, DAEMON_SET, DAEMON_SET_PATCH, HELM_RELEASE, NODE_POOL
 from gpushare.stack_config import TKE_PLUGIN_IMAGE, Pool
 from policies.config_files import (
     DEFAULT_PLUGIN_VERSION,
@@ -34,11 +35,6 @@ from policies.config_files import (
     parse_version,
 )
 from policies.props import (
-    CONFIG_MAP,
-    DAEMON_SET,
-    DAEMON_SET_PATCH,
-    HELM_RELEASE,
-    NODE_POOL,
     UNKNOWN,
     Resource,
     boolean,

@@ -24,6 +24,7 @@ from pulumi.runtime import config as pulumi_config
 from pulumi.runtime import settings as pulumi_settings
 from pulumi.runtime.mocks import MockResourceArgs
 
+from gpushare.resource_types import HELM_RELEASE
 from offline.mock_run import (
     SECRET_PLACEHOLDER,
     UNKNOWN,
@@ -47,7 +48,6 @@ AGENT = "urn:pulumi:dev::sample::sample:index:NodeAgent::agent"
 PROVIDER = "urn:pulumi:dev::sample::pulumi:providers:kubernetes::k8s"
 CONFIG_MAP = "urn:pulumi:dev::sample::sample:index:NodeAgent$kubernetes:core/v1:ConfigMap::agent-config"
 SECRET = "urn:pulumi:dev::sample::sample:index:NodeAgent$kubernetes:core/v1:Secret::agent-token"
-RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
 
 
 def run_sample(**overrides: Any) -> ProgramRun:
@@ -89,7 +89,7 @@ def test_resources_are_recorded_in_registration_order_with_engine_urns(sample: P
         ("kubernetes:helm.sh/v4:Chart", "gpu-operator"),
         ("kubernetes:core/v1:ConfigMap", "agent-config"),
         ("kubernetes:core/v1:Secret", "agent-token"),
-        (RELEASE_TYPE, "device-plugin"),
+        (HELM_RELEASE, "device-plugin"),
     ]
     urns = {r.name: r.urn for r in sample.resources}
     assert urns["sample-dev"] == STACK
@@ -129,7 +129,7 @@ def test_flags_provider_references_and_options(sample: ProgramRun) -> None:
 
 
 def test_inputs_are_decoded_wire_json(sample: ProgramRun) -> None:
-    release = sample.resource(RELEASE_TYPE, "device-plugin")
+    release = sample.resource(HELM_RELEASE, "device-plugin")
     assert release.inputs["repositoryOpts"] == {"repo": "https://nvidia.github.io/k8s-device-plugin"}
     replicas = release.inputs["values"]["replicas"]
     assert replicas == 2 and type(replicas) is int  # a double on the wire
@@ -150,7 +150,7 @@ def test_inputs_are_decoded_wire_json(sample: ProgramRun) -> None:
 
 def test_secret_value_appears_only_at_recorded_secret_paths(sample: ProgramRun) -> None:
     # Offline we keep the value (a render needs it) but record where the engine saw a secret.
-    release = sample.resource(RELEASE_TYPE, "device-plugin")
+    release = sample.resource(HELM_RELEASE, "device-plugin")
     assert release.inputs["values"]["auth"] == {"token": TOKEN}
     assert release.secret_input_paths == ["values.auth.token"]
     secret = sample.resource("kubernetes:core/v1:Secret", "agent-token")
@@ -171,7 +171,7 @@ def test_stack_outputs_component_outputs_and_logs(sample: ProgramRun) -> None:
     assert sample.component_outputs == {AGENT: {"configMapName": generated, "replicas": 2}}
     assert sample.resources[0].outputs == sample.stack_outputs
     assert sample.by_urn(AGENT).outputs == sample.component_outputs[AGENT]
-    assert sample.resource(RELEASE_TYPE, "device-plugin").inputs["values"]["config"] == {"name": generated}
+    assert sample.resource(HELM_RELEASE, "device-plugin").inputs["values"]["config"] == {"name": generated}
     assert sample.invokes == []
     assert sample.logs == [("info", "sample: 2 replicas in gpu-system")]
 
@@ -183,12 +183,12 @@ def test_preview_makes_unprovided_outputs_unknown() -> None:
 
     # With nothing echoed, the ConfigMap's generated name is unknown too, and so is what uses it.
     silent = run_sample(preview=True, mocks=Mocks(echo_inputs=False))
-    release = silent.resource(RELEASE_TYPE, "device-plugin")
+    release = silent.resource(HELM_RELEASE, "device-plugin")
     assert is_unknown(release.inputs["values"]["config"]["name"])
     assert silent.stack_outputs["configMapName"] is UNKNOWN
 
     status = {"status": {"status": "deployed", "revision": 1}}
-    provided = run_sample(preview=True, mocks=Mocks(outputs_by_type={RELEASE_TYPE: status}))
+    provided = run_sample(preview=True, mocks=Mocks(outputs_by_type={HELM_RELEASE: status}))
     assert provided.stack_outputs["releaseStatus"] == {"status": "deployed", "revision": 1}
 
 
@@ -201,7 +201,7 @@ def test_consecutive_runs_are_identical_and_isolated() -> None:
     other = run_sample(stack="prod", config={**CONFIG, "replicas": "3"})
     assert other != first
     assert other.resources[0].urn == "urn:pulumi:prod::sample::pulumi:pulumi:Stack::sample-prod"
-    assert other.resource(RELEASE_TYPE, "device-plugin").inputs["values"]["replicas"] == 3
+    assert other.resource(HELM_RELEASE, "device-plugin").inputs["values"]["replicas"] == 3
 
     # Nothing leaks into the caller: root resource, config, settings, modules, cwd, threads.
     assert pulumi_settings.get_root_resource() is None
@@ -502,7 +502,7 @@ def test_load_stack_config_of_the_fixture_runs_the_fixture() -> None:
     assert values["sample:labels"] == '{"team":"gpu","tier":"infra"}'
     assert secret_keys == ["sample:token"]
     run = run_program(PROGRAM, stack="dev", config=values, secret_keys=secret_keys)
-    release = run.resource(RELEASE_TYPE, "device-plugin")
+    release = run.resource(HELM_RELEASE, "device-plugin")
     assert release.inputs["values"]["auth"]["token"] == SECRET_PLACEHOLDER
 
 

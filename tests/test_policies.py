@@ -38,6 +38,15 @@ from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, unknown_checking_proxy
 from gpushare import kube_names, plugin_pod
 from gpushare.plan import build_plan
 from gpushare.plugin_configs import PluginConfigEntry, plugin_config_entries
+from gpushare.resource_types import (
+    CONFIG_MAP,
+    DAEMON_SET,
+    DAEMON_SET_PATCH,
+    GET_CLUSTERS,
+    HELM_RELEASE,
+    NODE_POOL,
+    TENCENTCLOUD_PROVIDER,
+)
 from gpushare.stack_config import DEFAULT_CHART_REPOSITORY, StackConfig, load_stack_file
 from offline.mock_run import Mocks, is_unknown, load_stack_config, run_program
 from policies import rules
@@ -65,7 +74,6 @@ REQUIRED_NAMES = {
     "gpu-pool-labels",
     "no-plaintext-cloud-secrets",
 }
-GET_CLUSTERS = "tencentcloud:Kubernetes/getClusters:getClusters"
 ADVISORY_NAMES = {
     "time-slicing-replicas-underused",
     "cli-flag-overrides-config",
@@ -169,7 +177,7 @@ class Program:
 
 def config_map(entries: Sequence[PluginConfigEntry], stack: str = "prod") -> Res:
     return Res(
-        "kubernetes:core/v1:ConfigMap",
+        CONFIG_MAP,
         "gpushare-config-configmap",
         {
             "apiVersion": "v1",
@@ -211,7 +219,7 @@ def plugin_pod_spec(entry: PluginConfigEntry, image: str) -> dict[str, Any]:
 
 def plugin_daemon_set(entry: PluginConfigEntry, image: str) -> Res:
     return Res(
-        "kubernetes:apps/v1:DaemonSet",
+        DAEMON_SET,
         f"gpushare-plugins-{entry.key}",
         {
             "metadata": {"name": plugin_pod.daemonset_name(entry.key), "namespace": "kube-system"},
@@ -252,7 +260,7 @@ def tke_patch(adopted: PluginConfigEntry | None, stack: str = "prod") -> Res:
             },
         }
     return Res(
-        "kubernetes:apps/v1:DaemonSetPatch",
+        DAEMON_SET_PATCH,
         "gpushare-managed-plugin-patch",
         {
             "metadata": {
@@ -276,7 +284,7 @@ def node_pool(program_stack: StackConfig, pool_name: str, extra: Mapping[str, st
         **(extra or {}),
     }
     return Res(
-        "tencentcloud:Kubernetes/nodePool:NodePool",
+        NODE_POOL,
         f"gpushare-{pool.name}-pool",
         {
             "name": f"gpushare-{pool.name}",
@@ -292,7 +300,7 @@ def node_pool(program_stack: StackConfig, pool_name: str, extra: Mapping[str, st
 def helm_release(program_stack: StackConfig, entries: Sequence[PluginConfigEntry]) -> Res:
     plugin = program_stack.plugin
     return Res(
-        "kubernetes:helm.sh/v3:Release",
+        HELM_RELEASE,
         "gpushare-device-plugin-release",
         {
             "name": "nvidia-device-plugin",
@@ -311,7 +319,7 @@ def helm_release(program_stack: StackConfig, entries: Sequence[PluginConfigEntry
 
 
 def provider(**props: Any) -> Res:
-    return Res("pulumi:providers:tencentcloud", "tencentcloud", {"region": "ap-singapore", **props})
+    return Res(TENCENTCLOUD_PROVIDER, "tencentcloud", {"region": "ap-singapore", **props})
 
 
 def program(stack_name: str) -> Program:
@@ -755,7 +763,7 @@ def test_tke_daemon_set_must_be_parked_or_adopted(
 ) -> None:
     use_stack("prod")
     assert messages_of("one-device-plugin-per-node", prod.resources) == []
-    unpatched = [r for r in prod.resources if r.type != "kubernetes:apps/v1:DaemonSetPatch"]
+    unpatched = [r for r in prod.resources if r.type != DAEMON_SET_PATCH]
     messages = messages_of("one-device-plugin-per-node", unpatched)
     assert (
         len(messages) == 1
@@ -764,7 +772,7 @@ def test_tke_daemon_set_must_be_parked_or_adopted(
     )
     use_stack("staging")
     assert messages_of("one-device-plugin-per-node", staging.resources) == []
-    unparked = [r for r in staging.resources if r.type != "kubernetes:apps/v1:DaemonSetPatch"]
+    unparked = [r for r in staging.resources if r.type != DAEMON_SET_PATCH]
     assert len(messages_of("one-device-plugin-per-node", unparked)) == 2  # chart + TKE on both pools
 
 
@@ -856,11 +864,9 @@ def test_a_credential_typed_into_the_program_is_refused(monkeypatch: pytest.Monk
     assert "`secretKey` is set in the program" in message and "TENCENTCLOUD_SECRET_KEY" in message
     assert "typed-in-key" not in message and urn == provider().urn
     # A driver that leaves provider resources out still shows each resource's provider.
-    config_map = PolicyResource(
-        "kubernetes:core/v1:ConfigMap", {}, "urn:cm", "cm", OPTIONS, None, None, [], {}
-    )
+    config_map = PolicyResource(CONFIG_MAP, {}, "urn:cm", "cm", OPTIONS, None, None, [], {})
     config_map.provider = PolicyProviderResource(
-        "pulumi:providers:tencentcloud", engine_props({"secretKey": secret}), provider().urn, "tencentcloud"
+        TENCENTCLOUD_PROVIDER, engine_props({"secretKey": secret}), provider().urn, "tencentcloud"
     )
     reported: list[str] = []
 
@@ -894,7 +900,7 @@ def test_only_device_plugin_configs_and_plugins_are_considered(
 ) -> None:
     use_stack("staging")
     mig_parted = Res(
-        "kubernetes:core/v1:ConfigMap",
+        CONFIG_MAP,
         "mig-parted",
         {
             "metadata": {"name": "gpushare-mig-parted-config-h20", "labels": {kube_names.LABEL_POOL: "h20"}},
@@ -905,9 +911,7 @@ def test_only_device_plugin_configs_and_plugins_are_considered(
         },
         "staging",
     )
-    unrelated = Res(
-        "kubernetes:core/v1:ConfigMap", "app", {"data": {"replicas": "1", "a": "b: [1"}}, "staging"
-    )
+    unrelated = Res(CONFIG_MAP, "app", {"data": {"replicas": "1", "a": "b: [1"}}, "staging")
     other_chart = copy.deepcopy(staging.get("gpushare-device-plugin-release"))
     other_chart.name, other_chart.props["chart"] = "other", "ingress-nginx"
     other_chart.props["values"]["config"]["map"]["l20"] = replicas_text(99)

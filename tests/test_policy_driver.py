@@ -16,6 +16,7 @@ import pytest
 from google.protobuf import empty_pb2  # type: ignore[import-untyped]
 from pulumi.runtime.proto import engine_pb2, engine_pb2_grpc
 
+from gpushare.resource_types import CONFIG_MAP
 from offline.policy_driver import (
     UNKNOWN,
     AnalyzedResource,
@@ -40,7 +41,6 @@ from offline.policy_driver import (
 PACK = Path(__file__).resolve().parent / "fixtures" / "sample_pack"
 STACK = "dev"
 PROJECT = "gpushare"
-CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
 POOL_TYPE = "gpushare:index:SharedPool"
 POOL_URN = f"urn:pulumi:{STACK}::{PROJECT}::{POOL_TYPE}::pool"
 

@@ -13,6 +13,14 @@ import pulumi
 import pytest
 import yaml
 
+from gpushare.resource_types import (
+    CONFIG_MAP,
+    DAEMON_SET,
+    DAEMON_SET_PATCH,
+    HELM_RELEASE,
+    KUBERNETES_PROVIDER,
+    NODE_POOL,
+)
 from offline.mock_run import ProgramRun, RecordedResource, load_stack_config, run_program
 from offline.program_mocks import program_mocks
 
@@ -20,12 +28,6 @@ PROJECT_DIR = Path(__file__).resolve().parent.parent
 STACKS = sorted(
     p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in PROJECT_DIR.glob("Pulumi.*.yaml")
 )
-
-CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
-DAEMONSET = "kubernetes:apps/v1:DaemonSet"
-DAEMONSET_PATCH = "kubernetes:apps/v1:DaemonSetPatch"
-NODE_POOL = "tencentcloud:Kubernetes/nodePool:NodePool"
-RELEASE = "kubernetes:helm.sh/v3:Release"
 
 # The seed's ConfigMap (shared/seed, "配置参考"), parsed.
 SEED_CONFIG_MAP = {
@@ -180,7 +182,7 @@ def test_prod_config_map_records_tuning_provenance(prod: ProgramRun) -> None:
 
 
 def test_prod_l20_daemonset_equals_the_seed_apart_from_deliberate_additions(prod: ProgramRun) -> None:
-    ours = copy.deepcopy(only(prod, DAEMONSET, named("nvidia-device-plugin-daemonset-l20")).inputs)
+    ours = copy.deepcopy(only(prod, DAEMON_SET, named("nvidia-device-plugin-daemonset-l20")).inputs)
     seed = copy.deepcopy(SEED_L20_DAEMONSET)
     config_text = only(prod, CONFIG_MAP, named("time-slicing-config")).inputs["data"]["l20"]
 
@@ -202,9 +204,9 @@ def test_prod_l20_daemonset_equals_the_seed_apart_from_deliberate_additions(prod
 
 
 def test_prod_t4_is_served_by_the_adopted_tke_daemonset(prod: ProgramRun) -> None:
-    daemonsets = [r.inputs["metadata"]["name"] for r in prod.resources if r.type == DAEMONSET]
+    daemonsets = [r.inputs["metadata"]["name"] for r in prod.resources if r.type == DAEMON_SET]
     assert daemonsets == ["nvidia-device-plugin-daemonset-l20"]
-    patch = only(prod, DAEMONSET_PATCH).inputs
+    patch = only(prod, DAEMON_SET_PATCH).inputs
     assert patch["metadata"]["name"] == "nvidia-device-plugin-daemonset"
     assert patch["metadata"]["namespace"] == "kube-system"
     pod = patch["spec"]["template"]["spec"]
@@ -242,7 +244,7 @@ def test_resources_use_the_explicit_providers(prod: ProgramRun) -> None:
     assert (
         config_map.provider is not None and "pulumi:providers:kubernetes::kubernetes" in config_map.provider
     )
-    kubernetes = only(prod, "pulumi:providers:kubernetes")
+    kubernetes = only(prod, KUBERNETES_PROVIDER)
     assert "kubeconfig" in kubernetes.secret_input_paths
 
 
@@ -266,7 +268,7 @@ def test_staging_h20_pool_is_partitioned_and_time_sliced(staging: ProgramRun) ->
 
 
 def test_staging_uses_the_helm_release_with_per_pool_configs(staging: ProgramRun) -> None:
-    release = only(staging, RELEASE).inputs
+    release = only(staging, HELM_RELEASE).inputs
     assert (release["chart"], release["version"], release["namespace"]) == (
         "nvidia-device-plugin",
         "0.17.1",
@@ -281,9 +283,9 @@ def test_staging_uses_the_helm_release_with_per_pool_configs(staging: ProgramRun
     assert h20["sharing"]["timeSlicing"]["resources"][0]["name"] == "nvidia.com/mig-1g.12gb"
     assert "migStrategy" not in values  # as env it would override every per-node file
     # TKE's own plugin must not run beside the chart's: it is parked.
-    patch = only(staging, DAEMONSET_PATCH).inputs
+    patch = only(staging, DAEMON_SET_PATCH).inputs
     assert patch["spec"]["template"]["spec"]["nodeSelector"] == {"gpushare.io/managed-plugin": "parked"}
-    assert not [r for r in staging.resources if r.type == DAEMONSET]
+    assert not [r for r in staging.resources if r.type == DAEMON_SET]
 
 
 def test_changing_one_measurement_changes_exactly_that_pools_checksum(tmp_path: Path) -> None:
@@ -298,7 +300,7 @@ def test_changing_one_measurement_changes_exactly_that_pools_checksum(tmp_path: 
                 "gpushare.io/config-sha256"
             ]
             for r in run.resources
-            if r.type in (DAEMONSET, DAEMONSET_PATCH)
+            if r.type in (DAEMON_SET, DAEMON_SET_PATCH)
         }
         return found
 

@@ -1,0 +1,17 @@
+"""The Pulumi type tokens of what the program creates, as the engine, the offline render and the policy
+pack name them. Strings only: this package imports no Pulumi.
+"""
+
+from typing import Final
+
+CONFIG_MAP: Final = "kubernetes:core/v1:ConfigMap"
+DAEMON_SET: Final = "kubernetes:apps/v1:DaemonSet"
+DAEMON_SET_PATCH: Final = "kubernetes:apps/v1:DaemonSetPatch"
+HELM_RELEASE: Final = "kubernetes:helm.sh/v3:Release"
+NODE_POOL: Final = "tencentcloud:Kubernetes/nodePool:NodePool"
+
+KUBERNETES_PROVIDER: Final = "pulumi:providers:kubernetes"
+TENCENTCLOUD_PROVIDER: Final = "pulumi:providers:tencentcloud"
+
+# The one invoke the program makes: the TKE cluster lookup of its kubeconfig (components/providers.py).
+GET_CLUSTERS: Final = "tencentcloud:Kubernetes/getClusters:getClusters"
