@@ -45,6 +45,7 @@ from pulumi.runtime.proto import engine_pb2, provider_pb2, resource_pb2
 from pulumi.runtime.stack import run_in_stack
 
 from gpushare.resource_types import HELM_RELEASE
+from offline import wire
 
 try:  # private helper: maps the transform callbacks of a request back to the Python callables
     from pulumi.runtime.mocks import _resolve_callbacks
@@ -81,12 +82,8 @@ STACK_TYPE: Final = "pulumi:pulumi:Stack"
 SECRET_PLACEHOLDER: Final = "[secret]"
 """What `load_stack_config` returns for a `secure:` value (it never decrypts)."""
 
-# Wire-protocol constants (pulumi/runtime/rpc.py; stable across SDKs, private names there).
-UNKNOWN_WIRE: Final = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
-_SIG_KEY: Final = "4dabf18193072939515e22adb298388d"
-_SECRET_SIG: Final = "1b47061264138c4ac30d75fd1eb44270"
-_RESOURCE_SIG: Final = "5cf8f73096256a8f31e491e813e4eb8e"
-_OUTPUT_VALUE_SIG: Final = "d0e6a833031e9bbcd3f4e8bde6ca49a4"
+UNKNOWN_WIRE: Final = wire.UNKNOWN
+"""The engine's unknown sentinel; decoded, it becomes `UNKNOWN`."""
 _MAX_EXACT_DOUBLE: Final = 2**53
 
 
@@ -264,17 +261,17 @@ def _decode_value(value: struct_pb2.Value, path: str, secret_paths: list[str]) -
 
 def _decode_object(struct: struct_pb2.Struct, path: str, secret_paths: list[str]) -> Any:
     fields = struct.fields
-    signature = fields[_SIG_KEY].string_value if _SIG_KEY in fields else None
-    if signature == _SECRET_SIG:
+    signature = fields[wire.SIG_KEY].string_value if wire.SIG_KEY in fields else None
+    if signature == wire.SECRET_SIG:
         secret_paths.append(path)
         return _decode_value(fields["value"], path, secret_paths) if "value" in fields else None
-    if signature == _RESOURCE_SIG:
+    if signature == wire.RESOURCE_SIG:
         reference = ResourceRef(urn=fields["urn"].string_value)
         if "id" in fields:
             resource_id = _decode_value(fields["id"], path, secret_paths)
             reference["id"] = resource_id if isinstance(resource_id, str) else ""
         return reference
-    if signature == _OUTPUT_VALUE_SIG:  # only sent when the monitor supports outputValues (ours does not)
+    if signature == wire.OUTPUT_VALUE_SIG:  # only sent when the monitor supports outputValues (ours does not)
         if "secret" in fields and fields["secret"].bool_value:
             secret_paths.append(path)
         return _decode_value(fields["value"], path, secret_paths) if "value" in fields else UNKNOWN
@@ -293,25 +290,25 @@ def encode_struct(values: Mapping[str, Any], secret_paths: Collection[str] = ())
 
 
 def _to_wire(value: Any, path: str, secret_paths: Collection[str]) -> Any:
-    wire: Any
+    encoded: Any
     if isinstance(value, _Unknown):
-        wire = UNKNOWN_WIRE
+        encoded = UNKNOWN_WIRE
     elif isinstance(value, ResourceRef):
-        wire = {_SIG_KEY: _RESOURCE_SIG, **value}
+        encoded = {wire.SIG_KEY: wire.RESOURCE_SIG, **value}
     elif isinstance(value, Mapping):
-        wire = {str(k): _to_wire(v, _path_key(path, str(k)), secret_paths) for k, v in value.items()}
+        encoded = {str(k): _to_wire(v, _path_key(path, str(k)), secret_paths) for k, v in value.items()}
     elif isinstance(value, (list, tuple)):
-        wire = [_to_wire(item, _path_index(path, index), secret_paths) for index, item in enumerate(value)]
+        encoded = [_to_wire(item, _path_index(path, index), secret_paths) for index, item in enumerate(value)]
     elif value is None or isinstance(value, (bool, int, float, str)):
-        wire = value
+        encoded = value
     else:
         raise TypeError(
             f"cannot send {type(value).__name__} at {path or '<root>'!r} to the program: "
             "mocks must return JSON-like values (dict, list, str, int, float, bool, None, UNKNOWN, ResourceRef)"
         )
     if path in secret_paths:
-        return {_SIG_KEY: _SECRET_SIG, "value": wire}
-    return wire
+        return wire.secret(encoded)
+    return encoded
 
 
 # --------------------------------------------------------------------------------------------------

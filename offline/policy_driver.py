@@ -41,6 +41,10 @@ import yaml
 from google.protobuf import empty_pb2, json_format, struct_pb2  # type: ignore[import-untyped]
 from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc, engine_pb2, engine_pb2_grpc
 
+# Inside `properties` the engine sends every unknown (computed) value as `UNKNOWN` and a secret as
+# `secret(value)`; both are part of this module's interface.
+from offline.wire import UNKNOWN, secret
+
 __all__ = [
     "ENFORCEMENT_LEVELS",
     "UNKNOWN",
@@ -64,12 +68,6 @@ __all__ = [
     "run_policy_pack",
     "secret",
 ]
-
-# Wire encoding inside `properties` (sdk/go/common/resource/properties.go): the engine sends every
-# unknown (computed) value as this string, and a secret as a signature-tagged object.
-UNKNOWN: Final = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
-_SIG_KEY: Final = "4dabf18193072939515e22adb298388d"
-_SECRET_SIG: Final = "1b47061264138c4ac30d75fd1eb44270"
 
 ENFORCEMENT_LEVELS: Final = ("advisory", "mandatory", "remediate", "disabled")
 _LEVEL_FROM_PROTO: Final[Mapping[int, str]] = {
@@ -266,11 +264,6 @@ class PolicyConfigEntry:
 
     enforcement_level: str  # "" when nothing set one; the CLI's Configure rejects that
     properties: Mapping[str, Any] | None = None
-
-
-def secret(value: Any) -> dict[str, Any]:
-    """A property value marked secret, encoded as the engine sends it."""
-    return {_SIG_KEY: _SECRET_SIG, "value": value}
 
 
 def root_stack_urn(stack: str, project: str) -> str:

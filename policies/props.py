@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from pulumi.runtime import rpc
 from pulumi_policy import Secret
 from pulumi_policy.proxy import (
     UNKNOWN_ARCHIVE_VALUE,
@@ -25,10 +26,10 @@ from pulumi_policy.proxy import (
     UnknownValueError,
 )
 
-# The wire form of a secret (pulumi/sdk/go/common/resource/properties.go). The SDK unwraps it before
-# `validate` sees the props; a driver that does not would show it as this envelope.
-SECRET_SIGNATURE_KEY: Final = "4dabf18193072939515e22adb298388d"
-SECRET_SIGNATURE: Final = "1b47061264138c4ac30d75fd1eb44270"
+# The wire form of a secret (pulumi/sdk/go/common/resource/properties.go), as the Python SDK defines it.
+# The SDK unwraps it before `validate` sees the props; a driver that does not would show it as this envelope.
+SECRET_SIGNATURE_KEY: Final[str] = rpc._special_sig_key
+SECRET_SIGNATURE: Final[str] = rpc._special_secret_sig
 
 _UNKNOWN_SENTINELS: Final = frozenset(
     {
