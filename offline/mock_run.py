@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import contextvars
 import copy
+import dataclasses
 import hashlib
 import json
 import logging
@@ -415,28 +416,6 @@ class Mocks(pulumi.runtime.Mocks):
 # Recording monitor and engine
 
 
-@dataclass
-class _Registration:
-    type: str
-    name: str
-    urn: str
-    parent: str | None
-    custom: bool
-    remote: bool
-    provider: str | None
-    id: str | None
-    inputs: dict[str, Any]
-    outputs: dict[str, Any]
-    dependencies: list[str] = field(default_factory=list)
-    property_dependencies: dict[str, list[str]] = field(default_factory=dict)
-    protect: bool = False
-    ignore_changes: list[str] = field(default_factory=list)
-    delete_before_replace: bool = False
-    additional_secret_outputs: list[str] = field(default_factory=list)
-    secret_input_paths: list[str] = field(default_factory=list)
-    external: bool = False
-
-
 class RecordingMonitor(MockMonitor):
     """A `MockMonitor` that records every request and answers with engine-style URNs.
 
@@ -449,8 +428,8 @@ class RecordingMonitor(MockMonitor):
         self.project = project
         self.stack = stack
         self._lock = threading.Lock()
-        self._registrations: list[_Registration] = []
-        self._by_urn: dict[str, _Registration] = {}
+        self._registrations: list[RecordedResource] = []
+        self._by_urn: dict[str, RecordedResource] = {}
         self._registered_outputs: dict[str, dict[str, Any]] = {}
         self._invokes: list[tuple[str, dict[str, Any]]] = []
 
@@ -461,64 +440,70 @@ class RecordingMonitor(MockMonitor):
     def stack_urn(self) -> str:
         return engine_urn(self.stack, self.project, None, STACK_TYPE, f"{self.project}-{self.stack}")
 
-    def _record(self, registration: _Registration, outputs_id: str | None) -> None:
+    def _record(self, resource: RecordedResource) -> None:
         with self._lock:
-            self._registrations.append(registration)
-            self._by_urn[registration.urn] = registration
+            self._registrations.append(resource)
+            self._by_urn[resource.urn] = resource
             # MockMonitor's own registry backs ExistsResource and get_registered_resources().
-            self.resources[registration.urn] = MockMonitor.ResourceRegistration(
-                registration.urn, outputs_id or "", registration.outputs
+            self.resources[resource.urn] = MockMonitor.ResourceRegistration(
+                resource.urn, resource.id or "", resource.outputs
             )
 
     def RegisterResource(self, request: resource_pb2.RegisterResourceRequest) -> Any:
         urn = self.make_urn(request.parent, request.type, request.name)
         inputs, secret_paths = decode_struct(request.object)
-        registration = _Registration(
-            type=request.type,
-            name=request.name,
-            urn=urn,
-            parent=request.parent or None,
-            custom=request.custom,
-            remote=request.remote,
-            provider=request.provider or None,
-            id=None,
-            inputs=inputs,
-            outputs={},
-            # The SDK builds these from sets (hash order varies); the engine treats them as sets too.
-            dependencies=sorted(set(request.dependencies)),
-            property_dependencies={
-                key: sorted(set(request.propertyDependencies[key].urns))
-                for key in sorted(request.propertyDependencies)
-            },
-            protect=bool(request.protect),
-            ignore_changes=list(request.ignoreChanges),
-            delete_before_replace=request.deleteBeforeReplace,
-            additional_secret_outputs=list(request.additionalSecretOutputs),
-            secret_input_paths=secret_paths,
-        )
-        if request.type == STACK_TYPE:
-            self._record(registration, None)
-            return resource_pb2.RegisterResourceResponse(urn=urn)
-
-        resource_id, state = self.mocks.new_resource(
-            MockResourceArgs(
-                typ=request.type,
+        resource_id: str | None = None
+        outputs: dict[str, Any] = {}
+        response = resource_pb2.RegisterResourceResponse(urn=urn)
+        if request.type != STACK_TYPE:  # the root stack gets its outputs from register_outputs
+            resource_id, state = self.mocks.new_resource(
+                MockResourceArgs(
+                    typ=request.type,
+                    name=request.name,
+                    inputs=copy.deepcopy(inputs),
+                    provider=request.provider,
+                    resource_id=request.importId,
+                    custom=request.custom,
+                    transforms=_resolve_callbacks(request.transforms),
+                )
+            )
+            # Like the engine: outputs at secret input paths and additionalSecretOutputs stay secret.
+            secret_outputs = {
+                *secret_paths,
+                *(_path_key("", name) for name in request.additionalSecretOutputs),
+            }
+            response_object = encode_struct(state, secret_outputs)
+            # Record what the program receives (sorted keys, ints), not the mock's own objects.
+            outputs, _ = decode_struct(response_object)
+            response = resource_pb2.RegisterResourceResponse(
+                urn=urn, id=resource_id or "", object=response_object
+            )
+        self._record(
+            RecordedResource(
+                type=request.type,
                 name=request.name,
-                inputs=copy.deepcopy(inputs),
-                provider=request.provider,
-                resource_id=request.importId,
+                urn=urn,
+                parent=request.parent or None,
                 custom=request.custom,
-                transforms=_resolve_callbacks(request.transforms),
+                remote=request.remote,
+                provider=request.provider or None,
+                inputs=inputs,
+                outputs=outputs,
+                # The SDK builds these from sets (hash order varies); the engine treats them as sets too.
+                dependencies=sorted(set(request.dependencies)),
+                property_dependencies={
+                    key: sorted(set(request.propertyDependencies[key].urns))
+                    for key in sorted(request.propertyDependencies)
+                },
+                protect=bool(request.protect),
+                ignore_changes=list(request.ignoreChanges),
+                delete_before_replace=request.deleteBeforeReplace,
+                additional_secret_outputs=list(request.additionalSecretOutputs),
+                secret_input_paths=secret_paths,
+                id=resource_id or None,
             )
         )
-        registration.id = resource_id or None
-        # Like the engine: outputs at secret input paths and additionalSecretOutputs stay secret.
-        secret_outputs = {*secret_paths, *(_path_key("", name) for name in request.additionalSecretOutputs)}
-        response_object = encode_struct(state, secret_outputs)
-        # Record what the program receives (sorted keys, ints), not the mock's own objects.
-        registration.outputs, _ = decode_struct(response_object)
-        self._record(registration, resource_id)
-        return resource_pb2.RegisterResourceResponse(urn=urn, id=resource_id or "", object=response_object)
+        return response
 
     def ReadResource(self, request: resource_pb2.ReadResourceRequest) -> Any:
         urn = self.make_urn(request.parent, request.type, request.name)
@@ -533,7 +518,7 @@ class RecordingMonitor(MockMonitor):
                 custom=True,
             )
         )
-        registration = _Registration(
+        read = RecordedResource(
             type=request.type,
             name=request.name,
             urn=urn,
@@ -541,17 +526,21 @@ class RecordingMonitor(MockMonitor):
             custom=True,
             remote=False,
             provider=request.provider or None,
-            id=resource_id or request.id or None,
             inputs=inputs,
             outputs=decode_struct(encode_struct(state, secret_paths))[0],
             dependencies=sorted(set(request.dependencies)),
+            property_dependencies={},
+            protect=False,
+            ignore_changes=[],
+            delete_before_replace=False,
             additional_secret_outputs=list(request.additionalSecretOutputs),
             secret_input_paths=secret_paths,
+            id=resource_id or request.id or None,
             external=True,
         )
-        self._record(registration, registration.id)
+        self._record(read)
         return resource_pb2.ReadResourceResponse(
-            urn=urn, properties=encode_struct(registration.outputs, secret_paths)
+            urn=urn, properties=encode_struct(read.outputs, secret_paths)
         )
 
     def Invoke(self, request: resource_pb2.ResourceInvokeRequest) -> Any:
@@ -598,34 +587,14 @@ class RecordingMonitor(MockMonitor):
         stack_outputs = registered.pop(self.stack_urn, {})
         resources = []
         for item in registrations:
-            outputs = item.outputs
             if item.type == STACK_TYPE:
-                outputs = copy.deepcopy(stack_outputs)
+                item = dataclasses.replace(item, outputs=copy.deepcopy(stack_outputs))
             elif not item.custom and item.urn in registered:
                 # The engine stores a component's register_outputs payload as its outputs.
-                outputs = {**outputs, **copy.deepcopy(registered[item.urn])}
-            resources.append(
-                RecordedResource(
-                    type=item.type,
-                    name=item.name,
-                    urn=item.urn,
-                    parent=item.parent,
-                    custom=item.custom,
-                    remote=item.remote,
-                    provider=item.provider,
-                    inputs=item.inputs,
-                    outputs=outputs,
-                    dependencies=item.dependencies,
-                    property_dependencies=item.property_dependencies,
-                    protect=item.protect,
-                    ignore_changes=item.ignore_changes,
-                    delete_before_replace=item.delete_before_replace,
-                    additional_secret_outputs=item.additional_secret_outputs,
-                    secret_input_paths=item.secret_input_paths,
-                    id=item.id,
-                    external=item.external,
+                item = dataclasses.replace(
+                    item, outputs={**item.outputs, **copy.deepcopy(registered[item.urn])}
                 )
-            )
+            resources.append(item)
         return ProgramRun(
             resources=resources,
             stack_outputs=stack_outputs,
