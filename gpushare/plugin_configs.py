@@ -15,6 +15,11 @@ from gpushare.plan import FALLBACK_KEY, GPU_RESOURCE, PoolPlan, SharingPlan
 from gpushare.stack_config import Mig, TimeSlicing
 
 
+def config_checksum(text: str) -> str:
+    """What goes in `gpushare.io/config-sha256` on the pods that read a config entry."""
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 @dataclass(frozen=True)
 class PluginConfigEntry:
     key: str
@@ -23,7 +28,7 @@ class PluginConfigEntry:
 
     @property
     def sha256(self) -> str:
-        return hashlib.sha256(self.text.encode()).hexdigest()
+        return config_checksum(self.text)
 
     @property
     def provenance_json(self) -> str:

@@ -19,7 +19,7 @@ from typing import Any, Final, Literal
 import yaml
 
 from gpushare import device_plugin_config, kube_names
-from gpushare.device_plugin_config import DevicePluginConfig, DevicePluginConfigError
+from gpushare.device_plugin_config import DevicePluginConfig, DevicePluginConfigError, EffectiveFlags
 from gpushare.errors import GpushareError
 from gpushare.resource_types import CONFIG_MAP
 from policies.props import UNKNOWN, Resource, dig, integer, mapping, string_map, text
@@ -95,16 +95,18 @@ class PluginConfigView:
     fail_requests_greater_than_one: bool
     file_mig_strategy: str | None
 
-    def effective_mig_strategy(self, overrides: Mapping[str, object], plugin_version: str) -> str | None:
+    def effective_flags(self, overrides: Mapping[str, object], plugin_version: str) -> EffectiveFlags | None:
+        """The flags the plugin runs with; None when it refuses the file or the overrides."""
         if self.config is None:
             return None
         try:
-            flags = device_plugin_config.effective_flags(
-                self.config, overrides, plugin_version=plugin_version
-            )
+            return device_plugin_config.effective_flags(self.config, overrides, plugin_version=plugin_version)
         except GpushareError:
             return None
-        return flags.mig_strategy
+
+    def effective_mig_strategy(self, overrides: Mapping[str, object], plugin_version: str) -> str | None:
+        flags = self.effective_flags(overrides, plugin_version)
+        return flags.mig_strategy if flags is not None else None
 
 
 @functools.lru_cache(maxsize=256)

@@ -23,6 +23,7 @@ from gpushare.plan import FALLBACK_KEY
 from gpushare.stack_config import PROJECT
 from policies.config_files import YAML_FAILURES, ConfigSource, read_plugin_config
 from policies.props import dig, mapping, string_map, text
+from policies.reporting import report_once
 from policies.settings import StackFacts
 from policies.stack_view import StackView, view_of
 from policies.tuning_rules import basis_for
@@ -88,7 +89,7 @@ def _strategy_for(view: StackView, workload: Workload, pool: NodePoolView) -> tu
         version, overrides = workload.plugin_version, workload.overrides()
     else:
         reference = workload.config_reference()
-        source = view.config_map(reference.namespace, reference.config_map) if reference else None
+        source = view.referenced_config(reference)
         key = reference.key if reference else None
         content = source.data.get(key) if source is not None and key is not None else None
         version = workload.plugin_version
@@ -166,13 +167,7 @@ def _looks_like_mig_parted(content: str) -> bool:
 
 def _check_mig_capable(args: StackValidationArgs, report_violation: ReportViolation) -> None:
     view = view_of(args)
-    reported: set[str] = set()
-
-    def report(message: str | None, urn: str) -> None:
-        if message is not None and message not in reported:
-            reported.add(message)
-            report_violation(message, urn)
-
+    report = report_once(report_violation)
     for pool in view.node_pools:
         labels: Mapping[str, str] = pool.labels or {}
         if pool.mig_enable:

@@ -8,9 +8,9 @@ Rules that need both sides are stack policies: a resource policy sees one resour
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections import defaultdict
+from collections.abc import Mapping
 from typing import Final
 
 from pulumi_policy import (
@@ -23,14 +23,15 @@ from pulumi_policy import (
 )
 
 from gpushare import device_plugin_config, kube_names
-from gpushare.device_plugin_config import DevicePluginConfigError
+from gpushare.device_plugin_config import DevicePluginConfigError, FlagOverride
 from gpushare.errors import GpushareError
-from policies.config_files import ConfigSource, read_plugin_config
+from gpushare.plugin_configs import config_checksum
+from policies.config_files import NEWEST_PLUGIN_VERSION, ConfigSource, read_plugin_config
 from policies.props import UNKNOWN, resource_of, text
+from policies.reporting import report_once
 from policies.stack_view import StackView, view_of
-from policies.workloads import DaemonSetPlugin, HelmPlugin, daemon_set_plugin, helm_plugin
+from policies.workloads import DaemonSetPlugin, Workload, daemon_set_plugin, helm_plugin
 
-_NEWER_PLUGIN: Final = device_plugin_config.PLUGIN_VERSIONS[-1]
 _EXACT_VERSION: Final = re.compile(r"v?\d+\.\d+\.\d+([-+][0-9A-Za-z.+-]+)?")
 
 
@@ -59,7 +60,7 @@ def _refusal(
             source.data[key],
             version,
             overrides=overrides,
-            chart_supplies_mps_root=chart and version == _NEWER_PLUGIN,
+            chart_supplies_mps_root=chart and version == NEWEST_PLUGIN_VERSION,
         )
     except DevicePluginConfigError as err:
         read_by = f" as read by {reader}" if reader else ""
@@ -71,13 +72,7 @@ def _refusal(
 
 def _check_configs_valid(args: StackValidationArgs, report_violation: ReportViolation) -> None:
     view = view_of(args)
-    reported: set[str] = set()
-
-    def report(message: str | None, urn: str) -> None:
-        if message is not None and message not in reported:
-            reported.add(message)
-            report_violation(message, urn)
-
+    report = report_once(report_violation)
     validated: set[tuple[str, str]] = set()  # (source URN, key) read by a known reader
     versions_of: dict[str, set[str]] = defaultdict(set)  # source URN -> plugin versions that mount it
     for daemon_set in view.daemon_sets:
@@ -90,7 +85,7 @@ def _check_configs_valid(args: StackValidationArgs, report_violation: ReportViol
             )
             continue
         reference = daemon_set.config_reference()
-        source = view.config_map(reference.namespace, reference.config_map) if reference else None
+        source = view.referenced_config(reference)
         if reference is None or source is None:
             continue
         versions_of[source.resource.urn].add(daemon_set.plugin_version)
@@ -167,7 +162,7 @@ def _check_config_keys(args: StackValidationArgs, report_violation: ReportViolat
     view = view_of(args)
     for daemon_set in view.daemon_sets:
         reference = daemon_set.config_reference()
-        source = view.config_map(reference.namespace, reference.config_map) if reference else None
+        source = view.referenced_config(reference)
         if reference is not None and source is not None and _missing(source, reference.key):
             report_violation(
                 f"{daemon_set.label}: --config-file {daemon_set.config_file} reads key {reference.key!r} of "
@@ -203,28 +198,14 @@ def _check_config_keys(args: StackValidationArgs, report_violation: ReportViolat
                 )
 
 
-def _sources_serving(
-    view: StackView, pool_workloads: list[DaemonSetPlugin | HelmPlugin]
-) -> list[tuple[DaemonSetPlugin | HelmPlugin, ConfigSource]]:
-    served = []
-    for workload in pool_workloads:
-        if isinstance(workload, HelmPlugin):
-            source = view.helm_config(workload)
-        else:
-            reference = workload.config_reference()
-            source = view.config_map(reference.namespace, reference.config_map) if reference else None
-        if source is not None:
-            served.append((workload, source))
-    return served
+def _sources_serving(view: StackView, pool_workloads: list[Workload]) -> list[tuple[Workload, ConfigSource]]:
+    return [
+        (workload, source) for workload in pool_workloads if (source := view.config_of(workload)) is not None
+    ]
 
 
 # --------------------------------------------------------------------------------------------------------
 # plugin-restarts-on-config-change
-
-
-def config_checksum(content: str) -> str:
-    """What the program puts in `gpushare.io/config-sha256` (gpushare/plugin_configs.py)."""
-    return hashlib.sha256(content.encode()).hexdigest()
 
 
 def _check_restarts(args: StackValidationArgs, report_violation: ReportViolation) -> None:
@@ -232,7 +213,7 @@ def _check_restarts(args: StackValidationArgs, report_violation: ReportViolation
     annotation = kube_names.ANNOTATION_CONFIG_SHA256
     for daemon_set in view.daemon_sets:
         reference = daemon_set.config_reference()
-        source = view.config_map(reference.namespace, reference.config_map) if reference else None
+        source = view.referenced_config(reference)
         if reference is None or source is None or reference.key not in source.data:
             continue
         annotations = daemon_set.pod_annotations
@@ -288,12 +269,19 @@ def _cli_argument(daemon_set: DaemonSetPlugin, flag: str) -> str | None:
     return None
 
 
+def _changed_flags(content: str, overrides: Mapping[str, object], plugin_version: str) -> list[FlagOverride]:
+    """The file's flags that `overrides` set to another value; none when the plugin refuses the file or the
+    overrides (device-plugin-config-valid reports that)."""
+    flags = read_plugin_config(content, plugin_version).effective_flags(overrides, plugin_version)
+    return [override for override in flags.overridden if override.changes_value] if flags else []
+
+
 def _check_overrides(args: StackValidationArgs, report_violation: ReportViolation) -> None:
     view = view_of(args)
     for daemon_set in view.daemon_sets:
         overrides = _reader_overrides(daemon_set)
         reference = daemon_set.config_reference()
-        source = view.config_map(reference.namespace, reference.config_map) if reference else None
+        source = view.referenced_config(reference)
         if (
             isinstance(overrides, str)
             or reference is None
@@ -301,18 +289,7 @@ def _check_overrides(args: StackValidationArgs, report_violation: ReportViolatio
             or reference.key not in source.data
         ):
             continue
-        config = read_plugin_config(source.data[reference.key], daemon_set.plugin_version).config
-        if config is None:
-            continue
-        try:
-            flags = device_plugin_config.effective_flags(
-                config, overrides, plugin_version=daemon_set.plugin_version
-            )
-        except GpushareError:
-            continue  # device-plugin-config-valid reports it
-        for override in flags.overridden:
-            if not override.changes_value:
-                continue
+        for override in _changed_flags(source.data[reference.key], overrides, daemon_set.plugin_version):
             argument = _cli_argument(daemon_set, override.name)
             origin = f"argument {argument}" if argument else "an environment variable"
             report_violation(
@@ -327,26 +304,14 @@ def _check_overrides(args: StackValidationArgs, report_violation: ReportViolatio
         if source is None:
             continue
         for key, content in sorted(source.data.items()):
-            config = read_plugin_config(content, plugin.plugin_version).config
-            if config is None:
-                continue
-            try:
-                flags = device_plugin_config.effective_flags(
-                    config, plugin.overrides(), plugin_version=plugin.plugin_version
+            for override in _changed_flags(content, plugin.overrides(), plugin.plugin_version):
+                value_name = "compatWithCPUManager" if override.name == "passDeviceSpecs" else override.name
+                report_violation(
+                    f"{plugin.label}: values.{value_name} is rendered as an env var on every node and "
+                    f"sets {override.name}={override.effective_value!r}, overriding {override.name}: "
+                    f"{override.file_value!r} in {source.where(key)}. Leave the top-level value unset.",
+                    plugin.urn,
                 )
-            except GpushareError:
-                continue
-            for override in flags.overridden:
-                if override.changes_value:
-                    value_name = (
-                        "compatWithCPUManager" if override.name == "passDeviceSpecs" else override.name
-                    )
-                    report_violation(
-                        f"{plugin.label}: values.{value_name} is rendered as an env var on every node and "
-                        f"sets {override.name}={override.effective_value!r}, overriding {override.name}: "
-                        f"{override.file_value!r} in {source.where(key)}. Leave the top-level value unset.",
-                        plugin.urn,
-                    )
 
 
 DEVICE_PLUGIN_CONFIG_VALID: Final = StackValidationPolicy(

@@ -11,6 +11,7 @@ from policies.props import Resource, resources_of
 from policies.settings import StackFacts, current_stack
 from policies.workloads import (
     TKE_DAEMON_SET,
+    ConfigReference,
     DaemonSetPlugin,
     HelmPlugin,
     NodePoolView,
@@ -58,6 +59,16 @@ class StackView:
         if external:
             return self.config_map(plugin.namespace, external)
         return plugin.config_source()
+
+    def referenced_config(self, reference: ConfigReference | None) -> ConfigSource | None:
+        """The ConfigMap a DaemonSet's `--config-file` reads from, if the stack holds it."""
+        return self.config_map(reference.namespace, reference.config_map) if reference else None
+
+    def config_of(self, workload: Workload) -> ConfigSource | None:
+        """What a plugin reads its config files from: the chart's config, or its `--config-file`'s ConfigMap."""
+        if isinstance(workload, HelmPlugin):
+            return self.helm_config(workload)
+        return self.referenced_config(workload.config_reference())
 
     def placement(self, workload: Workload) -> Placement | None:
         return workload.placement
