@@ -67,7 +67,10 @@ class PoolPlan:
 
     @property
     def measured_mib(self) -> int | None:
-        return self.shared[0].tuning.measured_mib if self.shared else _measurement(self.pool)
+        if self.shared:
+            return self.shared[0].tuning.measured_mib
+        measurement = self.pool.measurement
+        return measurement.measured_mib if measurement is not None else None
 
     @property
     def memory_total_mib(self) -> int:
@@ -111,15 +114,6 @@ class SharingPlan:
             if plan.name == name:
                 return plan
         raise KeyError(name)
-
-
-def _measurement(pool: Pool) -> int | None:
-    sharing = pool.sharing
-    if isinstance(sharing, TimeSlicing):
-        return sharing.measured_mib
-    if isinstance(sharing, Mig) and sharing.time_slicing is not None:
-        return sharing.time_slicing.measured_mib
-    return None
 
 
 def plan_pool(pool: Pool, ceiling: float) -> PoolPlan:

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 from gpushare import device_plugin_config
 from gpushare.plan import FALLBACK_KEY, GPU_RESOURCE, PoolPlan, SharingPlan
-from gpushare.stack_config import Mig, TimeSlicing
 
 
 def config_checksum(text: str) -> str:
@@ -43,11 +42,7 @@ def _pool_entry(plan: PoolPlan) -> PluginConfigEntry:
     else:
         config = device_plugin_config.exclusive_config(plan.mig_strategy)
     sharing = plan.pool.sharing
-    measurement = (
-        sharing
-        if isinstance(sharing, TimeSlicing)
-        else (sharing.time_slicing if isinstance(sharing, Mig) else None)
-    )
+    measurement = plan.pool.measurement
     provenance: dict[str, object] = {
         "pool": plan.name,
         "gpu": plan.gpu.key,

@@ -248,6 +248,14 @@ class Pool(_Model):
         """The device-plugin config key this pool's nodes select: the pool's name."""
         return self.name
 
+    @property
+    def measurement(self) -> Measurement | None:
+        """What the pool's time-slicing replicas rest on; None for exclusive GPUs and unshared MIG instances."""
+        sharing = self.sharing
+        if isinstance(sharing, TimeSlicing):
+            return sharing
+        return sharing.time_slicing if isinstance(sharing, Mig) else None
+
 
 class StackConfig(_Model):
     stack: str

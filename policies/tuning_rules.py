@@ -31,7 +31,7 @@ from gpushare import catalog
 from gpushare.catalog import GpuModel, MigProfile
 from gpushare.errors import GpushareError
 from gpushare.plan import FALLBACK_KEY, GPU_RESOURCE
-from gpushare.stack_config import Measurement, Mig, TimeSlicing
+from gpushare.stack_config import Mig, TimeSlicing
 from gpushare.tuning import MIN_SHARED_REPLICAS, Tuning, fallback_replicas, max_replicas, tune
 from policies.config_files import ConfigSource, PluginConfigView, SharedEntry, read_plugin_config
 from policies.props import integer, items, resource_of, text
@@ -76,9 +76,7 @@ def basis_for(source: ConfigSource, key: str, stack: StackFacts) -> Basis | str:
     pool = stack.pool(key)
     if pool is not None:
         sharing = pool.sharing
-        measurement: Measurement | None = sharing if isinstance(sharing, TimeSlicing) else None
-        if isinstance(sharing, Mig):
-            measurement = sharing.time_slicing
+        measurement = pool.measurement
         return Basis(
             gpu=catalog.gpu(pool.gpu),
             measured_mib=measurement.measured_mib if measurement else None,
