@@ -9,6 +9,11 @@ import pytest
 import yaml
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
+FIXTURES = PROJECT_DIR / "tests" / "fixtures"
+# Every stack file of the project, by stack name (what `make ci-stacks` renders and checks).
+STACKS = sorted(
+    path.name.removeprefix("Pulumi.").removesuffix(".yaml") for path in PROJECT_DIR.glob("Pulumi.*.yaml")
+)
 
 
 @pytest.fixture

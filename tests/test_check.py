@@ -8,17 +8,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import FIXTURES, PROJECT_DIR, STACKS
 
 from gpushare.stack_config import PROJECT
 from offline import policy_driver
 from offline.check import analyzed_resources, check_stack
 from offline.mock_run import load_stack_config
 from offline.render import run_stack
-
-PROJECT_DIR = Path(__file__).resolve().parent.parent
-STACKS = sorted(
-    p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in PROJECT_DIR.glob("Pulumi.*.yaml")
-)
 
 
 def test_resources_reach_the_pack_as_the_engine_sends_them() -> None:
@@ -37,7 +33,7 @@ def test_resources_reach_the_pack_as_the_engine_sends_them() -> None:
 
 
 def test_sample_pack_sees_every_resource(tmp_path: Path) -> None:
-    result = check_stack(PROJECT_DIR, "prod", pack_dir=PROJECT_DIR / "tests" / "fixtures" / "sample_pack")
+    result = check_stack(PROJECT_DIR, "prod", pack_dir=FIXTURES / "sample_pack")
     inventory = next(d for d in result.report.diagnostics if d.policy_name == "stack-inventory")
     assert "11 resources:" in inventory.message
     assert result.passed

@@ -5,10 +5,10 @@ from __future__ import annotations
 import base64
 import hashlib
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 import yaml
+from conftest import PROJECT_DIR
 
 from components.device_plugin_daemonsets import DevicePluginDaemonSets, DevicePluginDaemonSetsArgs
 from components.device_plugin_release import DevicePluginRelease, DevicePluginReleaseArgs
@@ -20,8 +20,6 @@ from gpushare.plan import build_plan
 from gpushare.plugin_configs import PluginConfigEntry, plugin_config_entries
 from gpushare.stack_config import ManagedPlugin, StackConfig, load_stack_file
 from offline.mock_run import ProgramRun, RecordedResource, run_function
-
-PROJECT_DIR = Path(__file__).resolve().parent.parent
 
 
 def stack(name: str) -> StackConfig:

@@ -19,6 +19,7 @@ from typing import Any
 
 import pulumi
 import pytest
+from conftest import FIXTURES
 from google.protobuf import struct_pb2
 from pulumi.runtime import config as pulumi_config
 from pulumi.runtime import settings as pulumi_settings
@@ -40,7 +41,7 @@ from offline.mock_run import (
     run_program,
 )
 
-PROGRAM = Path(__file__).resolve().parent / "fixtures" / "sample_program"
+PROGRAM = FIXTURES / "sample_program"
 TOKEN = "tok-3f9a"
 CONFIG = {"namespace": "gpu-system", "replicas": "2", "labels": '{"team":"gpu"}', "token": TOKEN}
 STACK = "urn:pulumi:dev::sample::pulumi:pulumi:Stack::sample-dev"

@@ -15,11 +15,11 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from conftest import FIXTURES, PROJECT_DIR
 from google.protobuf import json_format, struct_pb2  # type: ignore[import-untyped]  # no stubs installed
 from pulumi_policy import (
     EnforcementLevel,
@@ -52,8 +52,7 @@ from offline.mock_run import Mocks, is_unknown, load_stack_config, run_program
 from policies import rules
 from policies.props import SECRET_SIGNATURE, SECRET_SIGNATURE_KEY
 
-PROJECT_DIR = Path(__file__).resolve().parent.parent
-SEED_MISTAKES = Path(__file__).resolve().parent / "fixtures" / "policies" / "seed_mistakes.yaml"
+SEED_MISTAKES = FIXTURES / "policies" / "seed_mistakes.yaml"
 OPTIONS = PolicyResourceOptions(False, [], None, [], PolicyCustomTimeouts(0, 0, 0), [], None)
 UNKNOWN = UNKNOWN_STRING_VALUE
 REQUIRED_NAMES = {

@@ -13,6 +13,7 @@ from typing import Any
 
 import grpc  # type: ignore[import-untyped]
 import pytest
+from conftest import FIXTURES
 from google.protobuf import empty_pb2  # type: ignore[import-untyped]
 from pulumi.runtime.proto import engine_pb2, engine_pb2_grpc
 
@@ -38,7 +39,7 @@ from offline.policy_driver import (
     secret,
 )
 
-PACK = Path(__file__).resolve().parent / "fixtures" / "sample_pack"
+PACK = FIXTURES / "sample_pack"
 STACK = "dev"
 PROJECT = "gpushare"
 POOL_TYPE = "gpushare:index:SharedPool"

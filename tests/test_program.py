@@ -12,6 +12,7 @@ from typing import Any
 import pulumi
 import pytest
 import yaml
+from conftest import PROJECT_DIR, STACKS
 
 from gpushare.resource_types import (
     CONFIG_MAP,
@@ -23,11 +24,6 @@ from gpushare.resource_types import (
 )
 from offline.mock_run import ProgramRun, RecordedResource, load_stack_config, run_program
 from offline.program_mocks import program_mocks
-
-PROJECT_DIR = Path(__file__).resolve().parent.parent
-STACKS = sorted(
-    p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in PROJECT_DIR.glob("Pulumi.*.yaml")
-)
 
 # The seed's ConfigMap (shared/seed, "配置参考"), parsed.
 SEED_CONFIG_MAP = {

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 import yaml
+from conftest import PROJECT_DIR, STACKS
 
 from gpushare import cli
 from gpushare.errors import ConfigError
@@ -30,10 +31,6 @@ from offline.mock_run import SECRET_PLACEHOLDER
 from offline.program_mocks import GET_CLUSTERS
 from offline.render import REDACTED, RenderError, RenderResult, render_stack, run_stack
 
-PROJECT_DIR = Path(__file__).resolve().parent.parent
-STACKS = sorted(
-    path.name.removeprefix("Pulumi.").removesuffix(".yaml") for path in PROJECT_DIR.glob("Pulumi.*.yaml")
-)
 SCHEMA = "1.30.0"
 CONFIG_MAP = "manifests/configmap_kube-system_time-slicing-config.yaml"
 L20_DAEMONSET = "manifests/daemonset_kube-system_nvidia-device-plugin-daemonset-l20.yaml"
