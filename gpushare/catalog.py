@@ -22,8 +22,6 @@ from dataclasses import dataclass
 
 from gpushare.errors import GpushareError
 
-GIB = 1024
-
 
 @dataclass(frozen=True)
 class MigProfile:

@@ -23,7 +23,6 @@ from gpushare.mig_geometry import fit_layout
 from gpushare.tuning import DEFAULT_CEILING
 
 PROJECT = "gpushare"
-PLUGIN_VERSIONS = ("0.14.5", "0.17.1")
 DEFAULT_CHART_VERSION = "0.17.1"
 DEFAULT_CHART_REPOSITORY = "https://nvidia.github.io/k8s-device-plugin"
 TKE_PLUGIN_IMAGE = "sgccr.ccs.tencentyun.com/tkeimages/nvidia-device-plugin:v0.14.5"
