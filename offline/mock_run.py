@@ -688,8 +688,7 @@ def run_program(
     if not (program_dir / "__main__.py").is_file():
         raise FileNotFoundError(f"{program_dir}: no __main__.py (run_program runs a program directory)")
     project_name = project or read_project_name(program_dir)
-    full_config = {_namespaced_key(key, project_name): _config_string(value) for key, value in config.items()}
-    full_secret_keys = sorted({_namespaced_key(key, project_name) for key in secret_keys})
+    full_config, full_secret_keys = _namespaced_config(config, secret_keys, project_name)
     with _RUN_LOCK, _program_environment(program_dir, full_config, full_secret_keys):
         return _execute(
             lambda: runpy.run_path(str(program_dir), run_name="__main__"),
@@ -719,10 +718,7 @@ def run_function(
 ) -> ProgramRun:
     """Run `body` as if it were a program's `__main__` (inside a root Stack, under the recording
     monitor): for testing one component in isolation without a program directory."""
-    full_config = {
-        _namespaced_key(key, project): _config_string(value) for key, value in (config or {}).items()
-    }
-    full_secret_keys = sorted({_namespaced_key(key, project) for key in secret_keys})
+    full_config, full_secret_keys = _namespaced_config(config or {}, secret_keys, project)
     with _RUN_LOCK:
         return _execute(
             body,
@@ -736,6 +732,14 @@ def run_function(
             root_directory=Path.cwd(),
             timeout=timeout,
         )
+
+
+def _namespaced_config(
+    config: Mapping[str, Any], secret_keys: Sequence[str], project: str
+) -> tuple[dict[str, str], list[str]]:
+    """Config and secret keys as the language host gets them: `namespace:key`, values as strings."""
+    config_strings = {_namespaced_key(key, project): _config_string(value) for key, value in config.items()}
+    return config_strings, sorted({_namespaced_key(key, project) for key in secret_keys})
 
 
 def _execute(

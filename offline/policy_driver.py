@@ -657,25 +657,25 @@ def _options_message(resource: AnalyzedResource) -> Any:
     )
 
 
+def _resource_fields(resource: AnalyzedResource, properties: Mapping[str, Any]) -> dict[str, Any]:
+    """What `AnalyzeRequest` and `AnalyzerResource` both say about a resource."""
+    return {
+        "type": resource.type,
+        "name": resource.name,
+        "urn": resource.urn,
+        "properties": _struct(properties, skip_internal=True),
+        "options": _options_message(resource),
+        "provider": _provider_message(resource.provider),
+    }
+
+
 def _analyze_request(resource: AnalyzedResource, properties: Mapping[str, Any]) -> Any:
-    return analyzer_pb2.AnalyzeRequest(
-        type=resource.type,
-        name=resource.name,
-        urn=resource.urn,
-        properties=_struct(properties, skip_internal=True),
-        options=_options_message(resource),
-        provider=_provider_message(resource.provider),
-    )
+    return analyzer_pb2.AnalyzeRequest(**_resource_fields(resource, properties))
 
 
 def _stack_resource(resource: AnalyzedResource, properties: Mapping[str, Any]) -> Any:
     return analyzer_pb2.AnalyzerResource(
-        type=resource.type,
-        name=resource.name,
-        urn=resource.urn,
-        properties=_struct(properties, skip_internal=True),
-        options=_options_message(resource),
-        provider=_provider_message(resource.provider),
+        **_resource_fields(resource, properties),
         parent=resource.parent or "",
         dependencies=list(resource.dependencies),
     )
