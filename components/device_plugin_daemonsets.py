@@ -62,7 +62,7 @@ class DevicePluginDaemonSets(pulumi.ComponentResource):
                     metadata=k8s.meta.v1.ObjectMetaArgs(
                         name=ds_name,
                         namespace=args.namespace,
-                        labels={kube_names.ANNOTATION_MANAGED_BY: "pulumi", kube_names.LABEL_POOL: entry.key},
+                        labels={kube_names.LABEL_MANAGED_BY: "pulumi", kube_names.LABEL_POOL: entry.key},
                     ),
                     spec=k8s.apps.v1.DaemonSetSpecArgs(
                         selector=k8s.meta.v1.LabelSelectorArgs(match_labels=selector),

@@ -41,7 +41,7 @@ class MigPartition(pulumi.ComponentResource):
                     name=f"{kube_names.MIG_PARTED_CONFIG_MAP_NAME}-{args.pool.name}",
                     namespace=args.namespace,
                     labels={
-                        kube_names.ANNOTATION_MANAGED_BY: "pulumi",
+                        kube_names.LABEL_MANAGED_BY: "pulumi",
                         kube_names.LABEL_POOL: args.pool.name,
                     },
                 ),

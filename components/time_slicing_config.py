@@ -35,7 +35,7 @@ class TimeSlicingConfig(pulumi.ComponentResource):
                 metadata=k8s.meta.v1.ObjectMetaArgs(
                     name=args.name,
                     namespace=args.namespace,
-                    labels={kube_names.ANNOTATION_MANAGED_BY: "pulumi"},
+                    labels={kube_names.LABEL_MANAGED_BY: "pulumi"},
                     # Where every replica count came from, for reviewers and the policy pack.
                     annotations={
                         kube_names.tuning_annotation(e.key): e.provenance_json for e in args.entries

@@ -11,10 +11,10 @@ LABEL_POOL = "gpushare.io/pool"
 LABEL_GPU_PRESENT = "nvidia.com/gpu.present"
 # mig-parted / GPU Operator MIG manager: the desired MIG config of a node.
 LABEL_MIG_CONFIG = "nvidia.com/mig.config"
+LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
 
 ANNOTATION_CONFIG_SHA256 = "gpushare.io/config-sha256"
 ANNOTATION_TUNING_PREFIX = "gpushare.io/tuning-"
-ANNOTATION_MANAGED_BY = "app.kubernetes.io/managed-by"
 
 CONFIG_MAP_NAME = "time-slicing-config"
 CONFIG_MAP_NAMESPACE = "kube-system"
