@@ -8,7 +8,6 @@ offline render's (inputs for `Analyze`, outputs for `AnalyzeStack`), the pack is
 from __future__ import annotations
 
 import argparse
-import copy
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -46,7 +45,7 @@ class CheckResult:
 
 
 def _wire(value: Any) -> Any:
-    # The recorder's UNKNOWN marker becomes the engine's unknown sentinel again.
+    # A copy (new dicts and lists) in which the recorder's UNKNOWN marker is the engine's sentinel again.
     if is_unknown(value):
         return policy_driver.UNKNOWN
     if isinstance(value, dict):
@@ -58,7 +57,7 @@ def _wire(value: Any) -> Any:
 
 def _engine_properties(values: Mapping[str, Any], secret_paths: Sequence[str]) -> dict[str, Any]:
     """Properties as the engine sends them: unknowns as the sentinel, secrets wrapped again."""
-    properties: dict[str, Any] = _wire(copy.deepcopy(dict(values)))
+    properties: dict[str, Any] = _wire(dict(values))  # a copy: secrets are wrapped in place below
     for container, key, _ in at_secret_paths(properties, secret_paths):
         container[key] = policy_driver.secret(container[key])
     return properties
