@@ -8,7 +8,7 @@ STACKS := $(patsubst Pulumi.%.yaml,%,$(wildcard Pulumi.*.yaml))
 
 .PHONY: test lint typecheck unit plan render check ci-stacks bench clean
 
-# The venv is rebuilt whenever a requirements file changes.
+# Requirements are (re)installed into the venv whenever a requirements file changes.
 $(VENV)/.installed: requirements.txt requirements-dev.txt policies/requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
