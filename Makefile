@@ -44,5 +44,13 @@ ci-stacks: $(VENV)/.installed
 	  $(PY) -m gpushare check --stack $$stack; \
 	done
 
+# Speed and memory against Pulumi's own floor, and scaling to 500 pools (~9 min; BENCH_ARGS=--quick for a smoke run).
+$(VENV)/.bench-installed: $(VENV)/.installed bench/requirements.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check -r bench/requirements.txt
+	touch $@
+
+bench: $(VENV)/.bench-installed
+	$(PY) -m bench $(BENCH_ARGS)
+
 clean:
 	rm -rf $(VENV) out .mypy_cache .ruff_cache .pytest_cache

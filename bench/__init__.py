@@ -1,0 +1,1 @@
+"""Benchmarks of gpushare's offline render and check against the Pulumi SDK's own floor (`python -m bench`)."""

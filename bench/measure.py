@@ -1,0 +1,165 @@
+"""Running worker samples (each in a fresh interpreter) and summarising repeated ones by their medians."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from bench.synthetic import REPO_ROOT
+from bench.worker import Sample
+
+SAMPLE_TIMEOUT_SECONDS: Final = 900.0
+# Kinds in the order one repetition runs them; odd repetitions run them backwards, so each kind
+# sits before and after the others equally often (the first repetition must render before the floor).
+RATIO_KINDS: Final = ("render", "floor", "check", "check-floor")
+
+
+@dataclass(frozen=True)
+class Job:
+    kind: str
+    project: Path
+    stack: str
+    out: Path
+    """The stack's render directory: `render` writes it, `floor` reads it."""
+
+
+def run_job(job: Job, result_dir: Path, *, timeout: float = SAMPLE_TIMEOUT_SECONDS) -> Sample:
+    """One sample in a fresh `python -m bench.worker` (see bench/worker.py)."""
+    result_dir.mkdir(parents=True, exist_ok=True)
+    result = result_dir / f"{job.stack}.{job.kind}.{time.monotonic_ns()}.json"
+    command = [
+        sys.executable,
+        "-m",
+        "bench.worker",
+        job.kind,
+        "--project",
+        str(job.project),
+        "--stack",
+        job.stack,
+        "--out",
+        str(job.out),
+        "--render-dir",
+        str(job.out),
+        "--result",
+        str(result),
+    ]
+    try:
+        completed = subprocess.run(
+            command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout, check=False
+        )
+    except subprocess.TimeoutExpired:
+        return Sample(kind=job.kind, stack=job.stack, error=f"timed out after {timeout:.0f} s")
+    if not result.exists():
+        tail = "\n".join(completed.stderr.strip().splitlines()[-15:])
+        return Sample(kind=job.kind, stack=job.stack, error=f"worker exited {completed.returncode}: {tail}")
+    sample = Sample.from_json(json.loads(result.read_text()))
+    result.unlink()
+    return sample
+
+
+def alternating(kinds: Sequence[str], repetition: int) -> list[str]:
+    return list(kinds) if repetition % 2 == 0 else list(reversed(kinds))
+
+
+def median(values: Iterable[float]) -> float | None:
+    data = list(values)
+    return statistics.median(data) if data else None
+
+
+@dataclass
+class Series:
+    """Every sample of one kind for one stack, and their medians."""
+
+    kind: str
+    stack: str
+    samples: list[Sample] = field(default_factory=list)
+
+    @property
+    def ok(self) -> list[Sample]:
+        return [s for s in self.samples if s.error is None]
+
+    @property
+    def errors(self) -> list[str]:
+        return [s.error for s in self.samples if s.error is not None]
+
+    def _median(self, value: Callable[[Sample], float]) -> float | None:
+        return median(value(s) for s in self.ok)
+
+    @property
+    def seconds(self) -> float | None:
+        return self._median(lambda s: s.seconds)
+
+    @property
+    def spread(self) -> float | None:
+        """(max - min) / median of the wall times: how much repetitions disagree."""
+        times = [s.seconds for s in self.ok]
+        middle = median(times)
+        if not times or not middle:
+            return None
+        return (max(times) - min(times)) / middle
+
+    @property
+    def rss_peak_mib(self) -> float | None:
+        value = self._median(lambda s: s.rss_peak_kib)
+        return None if value is None else value / 1024
+
+    @property
+    def rss_added_mib(self) -> float | None:
+        value = self._median(lambda s: s.rss_added_kib)
+        return None if value is None else value / 1024
+
+    @property
+    def children_rss_peak_mib(self) -> float | None:
+        value = self._median(lambda s: s.children_rss_peak_kib)
+        return None if value is None else value / 1024
+
+    @property
+    def gc_seconds(self) -> float | None:
+        return self._median(lambda s: s.gc_seconds)
+
+    def phase(self, name: str) -> float | None:
+        return median(s.phases[name] for s in self.ok if name in s.phases)
+
+    @property
+    def phase_names(self) -> list[str]:
+        names: dict[str, None] = {}
+        for sample in self.ok:
+            names.update(dict.fromkeys(sample.phases))
+        return list(names)
+
+    @property
+    def resources(self) -> int | None:
+        return self.ok[0].resources if self.ok else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "stack": self.stack,
+            "repetitions": len(self.samples),
+            "failed": len(self.errors),
+            "errors": self.errors,
+            "median": {
+                "seconds": self.seconds,
+                "rssPeakMiB": self.rss_peak_mib,
+                "rssAddedMiB": self.rss_added_mib,
+                "childRssPeakMiB": self.children_rss_peak_mib,
+                "gcSeconds": self.gc_seconds,
+                "phases": {name: self.phase(name) for name in self.phase_names},
+            },
+            "spread": self.spread,
+            "resources": self.resources,
+            "samples": [s.to_json() for s in self.samples],
+        }
+
+
+def ratio(numerator: float | None, denominator: float | None) -> float | None:
+    if numerator is None or not denominator:
+        return None
+    return numerator / denominator
