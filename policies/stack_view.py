@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Any
 
 from policies.config_files import ConfigSource, config_map_source
@@ -34,11 +36,11 @@ class StackView:
     helm_plugins: tuple[HelmPlugin, ...]
     node_pools: tuple[NodePoolView, ...]
 
-    @property
+    @cached_property
     def workloads(self) -> tuple[Workload, ...]:
         return (*self.daemon_sets, *(h for h in self.helm_plugins if h.enabled))
 
-    @property
+    @cached_property
     def node_feature_discovery(self) -> bool:
         """NFD runs in the cluster: deployed by a device-plugin chart, or declared by the stack."""
         declared = self.stack.config is not None and self.stack.config.plugin.nfd_present
@@ -81,7 +83,31 @@ class StackView:
         return placement.lands_on(pool.node_labels(self.node_feature_discovery))
 
     def workloads_on(self, pool: NodePoolView) -> list[Workload]:
-        return [w for w in self.workloads if self.lands_on(w, pool)]
+        if pool.labels is None:
+            return []
+        labels = pool.node_labels(self.node_feature_discovery)
+        by_item, unindexed = self._workloads_by_selector_item
+        candidates = {id(w): w for w in unindexed}
+        for item in labels.items():
+            candidates.update((id(w), w) for w in by_item.get(item, ()))
+        # Same answer, same order as testing every workload, without testing every workload per pool.
+        return [w for w in self.workloads if id(w) in candidates and self.lands_on(w, pool)]
+
+    @cached_property
+    def _workloads_by_selector_item(self) -> tuple[dict[tuple[str, str], list[Workload]], list[Workload]]:
+        """Each workload under the rarest item of its nodeSelector: a pool can only host it if the pool
+        carries that item, so one lookup per pool label finds every candidate (per-pool DaemonSets make
+        testing all workloads for every pool quadratic in pools)."""
+        selectors = [w.placement.node_selector if w.placement else {} for w in self.workloads]
+        counts = Counter(item for selector in selectors for item in selector.items())
+        by_item: dict[tuple[str, str], list[Workload]] = defaultdict(list)
+        unindexed: list[Workload] = []
+        for workload, selector in zip(self.workloads, selectors, strict=True):
+            if selector:
+                by_item[min(selector.items(), key=lambda item: (counts[item], item))].append(workload)
+            else:
+                unindexed.append(workload)
+        return dict(by_item), unindexed
 
 
 def stack_view(resources: Iterable[Resource], stack: StackFacts) -> StackView:
