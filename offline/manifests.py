@@ -3,7 +3,8 @@ and strict validation against the cluster version's OpenAPI schema.
 
 Validation uses the schemas bundled with kubernetes-validate (`v<version>-local-strict`: every object
 has `additionalProperties: false`, so a misspelt field is an error, not silently dropped by the API
-server). Whole objects go through `kubernetes_validate.validate(..., strict=True)`. Server-side-apply
+server). Whole objects are checked as `kubernetes_validate.validate(..., strict=True)` checks them, with the
+validators built once per kind instead of once per object. Server-side-apply
 patches are partial objects by design, so they are validated against the *same* strict schema with
 every `required` keyword removed: unknown fields and wrong types still fail, missing fields do not.
 """
@@ -309,11 +310,8 @@ def validate_manifest(
     """
     data = to_plain(document)
     try:
-        if patch:
-            _validate_partial(data, version)
-        else:
-            kubernetes_validate.validate(data, version, strict=True)
-    except jsonschema.ValidationError as error:  # kubernetes_validate.ValidationError is one too
+        _validate(data, version, partial=patch)
+    except jsonschema.ValidationError as error:
         return schema_violation(file, error)
     except kubernetes_validate.SchemaNotFoundError as error:
         return SchemaViolation(
@@ -339,8 +337,8 @@ def validate_manifests(manifests: Iterable[Manifest], version: str, *, directory
         raise ManifestSchemaError(violations, _minor(version))
 
 
-def _validate_partial(data: dict[str, Any], version: str) -> None:
-    validator = _partial_validator(version, _schema_file_name(data))
+def _validate(data: dict[str, Any], version: str, *, partial: bool) -> None:
+    validator = _validator(version, _schema_file_name(data), partial)
     if validator is None:
         raise kubernetes_validate.SchemaNotFoundError(
             kind=str(data.get("kind")),
@@ -386,22 +384,26 @@ def without_required(schema: Any) -> Any:
 
 
 @functools.cache
-def _stripped_definitions(version: str) -> Resource[Any]:
+def _definitions(version: str, partial: bool) -> Resource[Any]:
     definitions = kubernetes_validate_utils.schema_contents(
         f"kubernetes-json-schema/v{version}-local-strict/_definitions.json", version
     )
-    return Resource.from_contents(without_required(definitions))
+    return Resource.from_contents(without_required(definitions) if partial else definitions)
 
 
 @functools.cache
-def _partial_validator(version: str, schema_file: str) -> Any:
+def _validator(version: str, schema_file: str, partial: bool) -> Any:
+    """The strict schema's validator, built once per kind: `kubernetes_validate.validate` builds the same
+    (schema file + `_definitions.json`, Draft 2020-12) but re-reads and re-parses both for every object,
+    which dominated the render of large stacks."""
     try:
         schema = kubernetes_validate_utils.schema_contents(
             f"kubernetes-json-schema/v{version}-local-strict/{schema_file}", version
         )
     except FileNotFoundError:
         return None
-    stripped = without_required(schema)
-    registry: Registry[Any] = Resource.from_contents(stripped) @ Registry()
-    registry = _stripped_definitions(version) @ registry
-    return jsonschema.Draft202012Validator(stripped, registry=registry)
+    if partial:
+        schema = without_required(schema)
+    registry: Registry[Any] = Resource.from_contents(schema) @ Registry()
+    registry = _definitions(version, partial) @ registry
+    return jsonschema.Draft202012Validator(schema, registry=registry)
