@@ -7,6 +7,7 @@ never a traceback.
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import json
 import sys
@@ -109,6 +110,10 @@ def _offline(module: str, function: str) -> Callable[[argparse.Namespace, TextIO
         command: Callable[[argparse.Namespace, TextIO], int] = getattr(
             importlib.import_module(module), function
         )
+        # A run allocates many short-lived objects over a large, long-lived heap (the SDKs): freezing what
+        # is imported and collecting less often took a 500-pool render from 28 s to 20 s (bench/).
+        gc.freeze()
+        gc.set_threshold(100_000, 50, 100)
         return command(args, out)
 
     return run
