@@ -511,6 +511,17 @@ def _serve_engine() -> Iterator[tuple[str, _FakeEngine]]:
 # The pack process
 
 
+def _sigint_ignored() -> bool:
+    return os.name != "nt" and signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+
+
+def _interruptible() -> None:
+    """In the child before exec: SIGINT back to its default. A parent started in the background by a
+    non-interactive shell ignores SIGINT and children inherit that, so the pack would never see the
+    interrupt the CLI stops it with and every run would wait out the 5 s grace before the kill."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class _PackProcess:
     """The pack subprocess: its port line, its drained stdout/stderr, and a CLI-like shutdown."""
 
@@ -524,6 +535,8 @@ class _PackProcess:
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
+                # Only when needed: a pre-exec hook forces a plain fork, which gRPC complains about.
+                preexec_fn=_interruptible if _sigint_ignored() else None,
             )
         except OSError as err:
             raise PolicyPackStartError(f"could not start {self.argv[0]!r}: {err}") from err

@@ -7,6 +7,9 @@ tests; the failure cases start a pack each, and the rest needs no pack at all.
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -29,6 +32,7 @@ from offline.policy_driver import (
     PolicyPackRpcError,
     PolicyPackStartError,
     Remediation,
+    _interruptible,
     _serve_engine,
     format_report,
     load_policy_config_file,
@@ -409,3 +413,20 @@ def test_fake_engine_answers_what_a_pack_may_ask() -> None:
         )
         assert stub.StartDebugging(engine_pb2.StartDebuggingRequest(), timeout=5) == empty_pb2.Empty()
     assert engine.logs == ["warning: careful (urn:x)"]
+
+
+def test_pack_gets_sigint_back_even_when_the_driver_ignores_it() -> None:
+    # A driver started in the background by a non-interactive shell has SIGINT ignored, and children
+    # inherit that: the pack would never see the CLI's interrupt and every run would end in a kill.
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        child = subprocess.run(
+            [sys.executable, "-c", "import signal; print(signal.getsignal(signal.SIGINT).__name__)"],
+            preexec_fn=_interruptible,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert child.stdout.strip() == "default_int_handler"  # KeyboardInterrupt, as pulumi_policy expects
