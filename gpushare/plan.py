@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from gpushare import catalog
 from gpushare.catalog import GpuModel
-from gpushare.stack_config import Exclusive, Mig, Pool, StackConfig, TimeSlicing, pool_mig_strategy
+from gpushare.stack_config import Mig, Pool, StackConfig, TimeSlicing, pool_mig_strategy
 from gpushare.tuning import Tuning, fallback_replicas, tune
 
 FALLBACK_KEY = "any"
@@ -98,7 +98,16 @@ class PoolPlan:
 class SharingPlan:
     stack: StackConfig
     pools: tuple[PoolPlan, ...]
-    fallback_replicas: int
+
+    @property
+    def whole_gpu_tunings(self) -> list[Tuning]:
+        """What the `any` key is tuned from: it only ever serves whole GPUs (a node whose label names no
+        key), so MIG-instance tunings do not count."""
+        return [s.tuning for p in self.pools for s in p.shared if s.tuning.mig_profile is None]
+
+    @property
+    def fallback_replicas(self) -> int:
+        return fallback_replicas(self.whole_gpu_tunings, self.stack.sharing.utilization_ceiling)
 
     @property
     def total_slots(self) -> int:
@@ -129,17 +138,12 @@ def plan_pool(pool: Pool, ceiling: float) -> PoolPlan:
             tuning = tune(gpu, sharing.time_slicing.measured_mib, ceiling, mig_profile=profile)
             if tuning.shared:
                 shared.append(SharedResource(gpu.mig_profile(profile).resource_name, tuning))
-    else:
-        assert isinstance(sharing, Mig | Exclusive)
     return PoolPlan(pool=pool, gpu=gpu, mig_strategy=pool_mig_strategy(pool), shared=tuple(shared))
 
 
 def build_plan(stack: StackConfig) -> SharingPlan:
     ceiling = stack.sharing.utilization_ceiling
-    pools = tuple(plan_pool(pool, ceiling) for pool in stack.pools)
-    # `any` only ever serves whole GPUs (a node whose label names no key), so only whole-GPU tunings count.
-    whole_gpu = [s.tuning for p in pools for s in p.shared if s.tuning.mig_profile is None]
-    return SharingPlan(stack=stack, pools=pools, fallback_replicas=fallback_replicas(whole_gpu, ceiling))
+    return SharingPlan(stack=stack, pools=tuple(plan_pool(pool, ceiling) for pool in stack.pools))
 
 
 def capacity_json(plan: SharingPlan) -> dict[str, object]:

@@ -68,11 +68,10 @@ def _pool_entry(plan: PoolPlan) -> PluginConfigEntry:
 
 
 def _fallback_entry(plan: SharingPlan) -> PluginConfigEntry:
-    ceiling = plan.stack.sharing.utilization_ceiling
-    whole_gpu = [s.tuning for p in plan.pools for s in p.shared if s.tuning.mig_profile is None]
+    whole_gpu = plan.whole_gpu_tunings
     provenance: dict[str, object] = {
         "rule": "smallest time-sliced GPU memory over the largest measurement",
-        "ceiling": ceiling,
+        "ceiling": plan.stack.sharing.utilization_ceiling,
         "replicas": plan.fallback_replicas,
     }
     if plan.fallback_replicas >= 2:
