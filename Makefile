@@ -5,6 +5,10 @@ VENV := venv
 PY := $(VENV)/bin/python
 STACK ?= prod
 STACKS := $(patsubst Pulumi.%.yaml,%,$(wildcard Pulumi.*.yaml))
+# Pinned Helm charts for render/check, searched before the user's cache and the chart repositories: the
+# repo's CI and tests use ../shared/charts when it sits beside the clone; elsewhere CHART_DIRS is empty.
+CHART_DIRS ?= $(wildcard ../shared/charts)
+CHART_ARGS := $(addprefix --chart-dir ,$(CHART_DIRS))
 
 .PHONY: test lint typecheck unit plan render check ci-stacks bench clean
 
@@ -31,17 +35,17 @@ plan: $(VENV)/.installed
 
 # Run the real program under Pulumi's mocks and write every resource and manifest to out/<stack>/.
 render: $(VENV)/.installed
-	$(PY) -m gpushare render --stack $(STACK) --out out/$(STACK)
+	$(PY) -m gpushare render --stack $(STACK) --out out/$(STACK) $(CHART_ARGS)
 
 # Render the stack and run the policy pack over it as `pulumi preview --policy-pack policies` would.
 check: $(VENV)/.installed
-	$(PY) -m gpushare check --stack $(STACK)
+	$(PY) -m gpushare check --stack $(STACK) $(CHART_ARGS)
 
 # Render and policy-check every stack in the repo (CI does this after the tests).
 ci-stacks: $(VENV)/.installed
 	set -e; for stack in $(STACKS); do \
-	  $(PY) -m gpushare render --stack $$stack --out out/$$stack; \
-	  $(PY) -m gpushare check --stack $$stack; \
+	  $(PY) -m gpushare render --stack $$stack --out out/$$stack $(CHART_ARGS); \
+	  $(PY) -m gpushare check --stack $$stack $(CHART_ARGS); \
 	done
 
 # Speed and memory against Pulumi's own floor, and scaling to 500 pools (~9 min; BENCH_ARGS=--quick for a smoke run).

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -10,10 +10,34 @@ import yaml
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 FIXTURES = PROJECT_DIR / "tests" / "fixtures"
+# The pinned Helm charts beside the repo (CI and this workplace); a checkout without them skips the tests
+# that render charts (see `pinned_charts`).
+PINNED_CHARTS = PROJECT_DIR.parent / "shared" / "charts"
 # Every stack file of the project, by stack name (what `make ci-stacks` renders and checks).
 STACKS = sorted(
     path.name.removeprefix("Pulumi.").removesuffix(".yaml") for path in PROJECT_DIR.glob("Pulumi.*.yaml")
 )
+
+
+@pytest.fixture(scope="session", autouse=True)
+def chart_environment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Every render in the tests (subprocesses included) finds charts in PINNED_CHARTS only: never the
+    network (downloads off) and never the user's own cache (an empty one of its own)."""
+    with pytest.MonkeyPatch.context() as patch:
+        if PINNED_CHARTS.is_dir():
+            patch.setenv("GPUSHARE_CHART_DIRS", str(PINNED_CHARTS))
+        else:
+            patch.delenv("GPUSHARE_CHART_DIRS", raising=False)
+        patch.setenv("GPUSHARE_CHART_DOWNLOAD", "0")
+        patch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
+        yield
+
+
+def pinned_charts() -> Path:
+    """PINNED_CHARTS, or skip: without them no Helm release can be rendered offline."""
+    if not PINNED_CHARTS.is_dir():
+        pytest.skip(f"pinned Helm charts not found at {PINNED_CHARTS} (shared/charts is absent)")
+    return PINNED_CHARTS
 
 
 @pytest.fixture
