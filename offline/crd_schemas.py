@@ -77,9 +77,7 @@ def strict_crd_schema(schema: Any) -> Any:
 
 @functools.cache
 def _validator(version: CrdVersion) -> Any:
-    schema = strict_crd_schema(json.loads(version.schema_json))
-    jsonschema.Draft4Validator.check_schema(schema)
-    return jsonschema.Draft4Validator(schema)
+    return jsonschema.Draft4Validator(strict_crd_schema(json.loads(version.schema_json)))
 
 
 class CrdIndex:

@@ -8,6 +8,9 @@ from typing import Any
 import pytest
 import yaml
 
+from offline.chart_sources import ChartSourceError
+from offline.render import RenderResult, render_stack
+
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 FIXTURES = PROJECT_DIR / "tests" / "fixtures"
 # The pinned Helm charts beside the repo (CI and this workplace); a checkout without them skips the tests
@@ -17,6 +20,13 @@ PINNED_CHARTS = PROJECT_DIR.parent / "shared" / "charts"
 STACKS = sorted(
     path.name.removeprefix("Pulumi.").removesuffix(".yaml") for path in PROJECT_DIR.glob("Pulumi.*.yaml")
 )
+
+
+def device_plugin_mode(stack: str) -> str | None:
+    """`gpushare:sharing.devicePlugin.mode` as the stack file states it."""
+    document = yaml.safe_load((PROJECT_DIR / f"Pulumi.{stack}.yaml").read_text())
+    mode = (((document.get("config") or {}).get("gpushare:sharing") or {}).get("devicePlugin") or {}).get("mode")
+    return str(mode) if mode else None
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -38,6 +48,31 @@ def pinned_charts() -> Path:
     if not PINNED_CHARTS.is_dir():
         pytest.skip(f"pinned Helm charts not found at {PINNED_CHARTS} (shared/charts is absent)")
     return PINNED_CHARTS
+
+
+class _Renders(dict[str, RenderResult]):
+    """Stacks rendered on first use, once per session. Without PINNED_CHARTS a stack whose Helm release
+    has no chart source is skipped, not failed (the others still run)."""
+
+    def __init__(self, out: Path) -> None:
+        super().__init__()
+        self.out = out
+
+    def __missing__(self, stack: str) -> RenderResult:
+        try:
+            result = render_stack(PROJECT_DIR, stack, self.out / stack)
+        except ChartSourceError as err:
+            if PINNED_CHARTS.is_dir():
+                raise
+            pytest.skip(f"{err} (shared/charts is absent)")
+        self[stack] = result
+        return result
+
+
+@pytest.fixture(scope="session")
+def rendered(tmp_path_factory: pytest.TempPathFactory, chart_environment: None) -> dict[str, RenderResult]:
+    """Every stack of the repo, rendered once for the session (charts from PINNED_CHARTS)."""
+    return _Renders(tmp_path_factory.mktemp("renders"))
 
 
 @pytest.fixture

@@ -38,12 +38,6 @@ MANAGED_PATCH = "manifests/daemonsetpatch_kube-system_nvidia-device-plugin-daemo
 HELM_VALUES = "manifests/helmrelease_nvidia-device-plugin_nvidia-device-plugin.values.yaml"
 
 
-@pytest.fixture(scope="module")
-def rendered(tmp_path_factory: pytest.TempPathFactory) -> dict[str, RenderResult]:
-    out = tmp_path_factory.mktemp("renders")
-    return {stack: render_stack(PROJECT_DIR, stack, out / stack) for stack in STACKS}
-
-
 def read(result: RenderResult, relative: str) -> str:
     return (result.out_dir / relative).read_text()
 
