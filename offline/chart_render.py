@@ -191,7 +191,9 @@ def _render_one(release: HelmRelease, found: FoundChart, helm: Any) -> RenderedR
     inputs = release.resource.inputs
     for key in _UNSUPPORTED_INPUTS:
         if inputs.get(key):
-            raise ChartRenderError(f"{where}: `{key}` cannot be rendered offline; give the values in `values`")
+            raise ChartRenderError(
+                f"{where}: `{key}` cannot be rendered offline; give the values in `values`"
+            )
     try:
         with helm.Chart.load(found.path) as chart:
             files = chart.render(
@@ -218,7 +220,9 @@ def _render_one(release: HelmRelease, found: FoundChart, helm: Any) -> RenderedR
     return RenderedRelease(release, found, tuple(objects))
 
 
-def _checked(obj: ChartObject, crds: CrdIndex, kubernetes_schema: str, directory: str) -> ChartObject | SchemaViolation:
+def _checked(
+    obj: ChartObject, crds: CrdIndex, kubernetes_schema: str, directory: str
+) -> ChartObject | SchemaViolation:
     file = f"{directory}/{obj.file_name}"
     if has_schema(obj.document, kubernetes_schema):
         violation = validate_manifest(obj.document, kubernetes_schema, file=file)

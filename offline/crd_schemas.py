@@ -69,7 +69,9 @@ def strict_crd_schema(schema: Any) -> Any:
         and strict.get("x-kubernetes-preserve-unknown-fields") is not True
     ):
         if strict.get("x-kubernetes-embedded-resource") is True:
-            embedded = {name: {} for name in _EMBEDDED_FIELDS if name not in strict["properties"]}
+            embedded: dict[str, Any] = {
+                name: {} for name in _EMBEDDED_FIELDS if name not in strict["properties"]
+            }
             strict["properties"] = {**strict["properties"], **embedded}
         strict["additionalProperties"] = False
     return strict
@@ -85,7 +87,8 @@ class CrdIndex:
 
     def __init__(self, crds: Iterable[Mapping[str, Any]]) -> None:
         self._versions: dict[tuple[str, str], CrdVersion] = {}
-        self._served: dict[tuple[str, str], list[str]] = {}
+        self._served: dict[str, list[str]] = {}
+        """kind -> its served apiVersions."""
         for crd in crds:
             if crd.get("apiVersion") != CRD_API_VERSION or crd.get("kind") != CRD_KIND:
                 continue

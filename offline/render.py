@@ -344,9 +344,7 @@ def render_files(
     chart_sources: ChartSources | None = None,
 ) -> dict[str, str]:
     """Every file of the render (relative path -> text); nothing is written. See `render_outputs`."""
-    return render_outputs(
-        run, kubernetes_schema, secret_config=secret_config, chart_sources=chart_sources
-    )[0]
+    return render_outputs(run, kubernetes_schema, secret_config=secret_config, chart_sources=chart_sources)[0]
 
 
 def render_outputs(
@@ -384,7 +382,10 @@ def render_outputs(
         text = release.header() + dump_yaml(release.values)
         _add(files, owners, f"{MANIFESTS_DIR}/{release.file_name}", text, release.resource.urn)
     releases = render_releases(
-        resources, chart_sources or ChartSources.from_environment(), kubernetes_schema, directory=MANIFESTS_DIR
+        resources,
+        chart_sources or ChartSources.from_environment(),
+        kubernetes_schema,
+        directory=MANIFESTS_DIR,
     )
     for rendered in releases:
         for obj in rendered.objects:

@@ -131,11 +131,7 @@ def stack_view(resources: Iterable[Resource], stack: StackFacts) -> StackView:
     # The device-plugin chart's own DaemonSet is the HelmPlugin already (modelled from the values); a
     # plugin DaemonSet rendered from any other chart is a workload of its own.
     daemon_sets = _patched_daemon_sets(
-        [
-            d
-            for d in (daemon_set_plugin(r) for r in resources if not _rendered_from(r, helm))
-            if d is not None
-        ]
+        [d for d in (daemon_set_plugin(r) for r in resources if not _rendered_from(r, helm)) if d is not None]
     )
     pools = tuple(p for p in (node_pool_view(r, stack) for r in resources) if p is not None)
     return StackView(stack, resources, tuple(sources), tuple(daemon_sets), helm, pools)

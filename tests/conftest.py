@@ -25,7 +25,9 @@ STACKS = sorted(
 def device_plugin_mode(stack: str) -> str | None:
     """`gpushare:sharing.devicePlugin.mode` as the stack file states it."""
     document = yaml.safe_load((PROJECT_DIR / f"Pulumi.{stack}.yaml").read_text())
-    mode = (((document.get("config") or {}).get("gpushare:sharing") or {}).get("devicePlugin") or {}).get("mode")
+    mode = (((document.get("config") or {}).get("gpushare:sharing") or {}).get("devicePlugin") or {}).get(
+        "mode"
+    )
     return str(mode) if mode else None
 
 

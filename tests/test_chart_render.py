@@ -8,7 +8,7 @@ import contextlib
 import copy
 import functools
 import http.server
-import shutil
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -29,7 +29,7 @@ from offline.chart_render import (
     RenderedRelease,
     render_releases,
 )
-from offline.chart_sources import ChartRequest, ChartSourceError, ChartSources
+from offline.chart_sources import ChartRequest, ChartSourceError, ChartSources, FoundChart
 from offline.crd_schemas import CrdIndex, strict_crd_schema
 from offline.manifests import validate_manifest
 from offline.mock_run import RecordedResource
@@ -43,7 +43,12 @@ HELM_STACK = next((stack for stack in STACKS if device_plugin_mode(stack) == "he
 
 
 def helm_release_resource(
-    chart: str, version: str | None, values: dict[str, Any], *, name: str = "op", namespace: str = "gpu-operator"
+    chart: str,
+    version: str | None,
+    values: dict[str, Any],
+    *,
+    name: str = "op",
+    namespace: str = "gpu-operator",
 ) -> RecordedResource:
     """A Release as the recorder keeps it (decoded wire inputs), for renders without a program run."""
     return RecordedResource(
@@ -120,7 +125,9 @@ def helm_stack(rendered: dict[str, RenderResult]) -> RenderResult:
 # ------------------------------------------------------------------------------------ device-plugin chart
 
 
-def test_the_helm_stack_writes_the_charts_daemon_set_with_its_config_manager(helm_stack: RenderResult) -> None:
+def test_the_helm_stack_writes_the_charts_daemon_set_with_its_config_manager(
+    helm_stack: RenderResult,
+) -> None:
     (release,) = helm_stack.releases
     assert (release.release.chart, release.release.version) == DEVICE_PLUGIN
     assert release.chart.origin == "pinned"
@@ -143,7 +150,10 @@ def test_the_helm_stack_writes_the_charts_daemon_set_with_its_config_manager(hel
     env = {e["name"]: e.get("value") for e in sidecar["env"]}
     assert env["NODE_LABEL"] == "nvidia.com/device-plugin.config"
     assert env["DEFAULT_CONFIG"] == "any"  # the stack's fallback key, as the Release's values say
-    assert [c["name"] for c in pod["containers"]] == ["nvidia-device-plugin-sidecar", "nvidia-device-plugin-ctr"]
+    assert [c["name"] for c in pod["containers"]] == [
+        "nvidia-device-plugin-sidecar",
+        "nvidia-device-plugin-ctr",
+    ]
     assert pod["containers"][1]["image"] == "nvcr.io/nvidia/k8s-device-plugin:v0.17.1"
     assert pod["priorityClassName"] == "system-node-critical"
 
@@ -158,7 +168,14 @@ def test_the_charts_config_map_holds_exactly_the_releases_config_map(helm_stack:
     }
     assert sorted(config_map.document["data"]) == ["any", "h20", "l20"]
     kinds = sorted(o.kind for o in release.objects)
-    assert kinds == ["ClusterRole", "ClusterRoleBinding", "ConfigMap", "DaemonSet", "DaemonSet", "ServiceAccount"]
+    assert kinds == [
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "ConfigMap",
+        "DaemonSet",
+        "DaemonSet",
+        "ServiceAccount",
+    ]
     assert all(o.checked_against == "the Kubernetes 1.30 schema (strict)" for o in release.objects)
     # The values file stays beside the rendered objects.
     assert f"manifests/{release.release.file_name}" in helm_stack.files
@@ -167,7 +184,9 @@ def test_the_charts_config_map_holds_exactly_the_releases_config_map(helm_stack:
 # ------------------------------------------------------------------------------------------ GPU Operator
 
 
-def test_the_operator_chart_renders_a_cluster_policy_valid_against_its_crd(operator_render: RenderedRelease) -> None:
+def test_the_operator_chart_renders_a_cluster_policy_valid_against_its_crd(
+    operator_render: RenderedRelease,
+) -> None:
     policy = only(operator_render.objects, "ClusterPolicy")
     assert policy.checked_against == "CRD clusterpolicies.nvidia.com v1 (strict)"
     assert policy.type_token == "kubernetes:nvidia.com/v1:ClusterPolicy"
@@ -181,7 +200,9 @@ def test_the_operator_chart_renders_a_cluster_policy_valid_against_its_crd(opera
     assert spec["mig"] == {"strategy": "mixed"}
 
     rule = only(operator_render.objects, "NodeFeatureRule")
-    assert rule.checked_against is not None and rule.checked_against.startswith("CRD nodefeaturerules.nfd.k8s-sigs.io")
+    assert rule.checked_against is not None and rule.checked_against.startswith(
+        "CRD nodefeaturerules.nfd.k8s-sigs.io"
+    )
     crd = only(operator_render.objects, "CustomResourceDefinition", "clusterpolicies.nvidia.com")
     assert crd.source == "gpu-operator/crds/nvidia.com_clusterpolicies.yaml"
     assert "Helm creates it on first install and never upgrades it" in crd.header()
@@ -200,7 +221,10 @@ def test_a_wrong_cluster_policy_value_is_refused_naming_file_and_field() -> None
     with pytest.raises(ChartObjectSchemaError) as caught:
         render_releases([release], pinned_sources(), SCHEMA)
     lines = str(caught.value).splitlines()
-    assert lines[0] == "1 object rendered from Helm charts fails their schema (strict: unknown fields are errors):"
+    assert (
+        lines[0]
+        == "1 object rendered from Helm charts fails their schema (strict: unknown fields are errors):"
+    )
     assert lines[1].startswith("  manifests/clusterpolicy_cluster-policy.yaml: spec.")
     assert lines[1].endswith("(CRD clusterpolicies.nvidia.com v1)")
 
@@ -214,7 +238,10 @@ def test_the_crd_schema_refuses_each_mistake_alone(operator_render: RenderedRele
     wrong_enum["spec"]["mig"]["strategy"] = "mixd"
     violation = crds.validate(wrong_enum, file="p.yaml")
     assert violation is not None and (violation.file, violation.path) == ("p.yaml", "spec.mig.strategy")
-    assert violation.message == "'mixd' is not one of ['none', 'single', 'mixed'] (CRD clusterpolicies.nvidia.com v1)"
+    assert (
+        violation.message
+        == "'mixd' is not one of ['none', 'single', 'mixed'] (CRD clusterpolicies.nvidia.com v1)"
+    )
 
     misspelt = copy.deepcopy(valid)
     misspelt["spec"]["devicePlugin"]["confg"] = {"name": "x"}
@@ -239,7 +266,11 @@ def test_strict_crd_schema_keeps_preserved_embedded_and_nullable_fields_open() -
         "type": "object",
         "properties": {
             "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": True, "properties": {"a": {}}},
-            "embedded": {"type": "object", "x-kubernetes-embedded-resource": True, "properties": {"spec": {}}},
+            "embedded": {
+                "type": "object",
+                "x-kubernetes-embedded-resource": True,
+                "properties": {"spec": {}},
+            },
             "maybe": {"type": "string", "nullable": True},
             "map": {"type": "object", "additionalProperties": {"type": "string"}},
             "required": {"type": "string"},  # a field named like a keyword stays a field
@@ -282,3 +313,127 @@ def test_values_helm_refuses_are_one_line_naming_the_release() -> None:
     assert "\n" not in message
     assert message.startswith("Helm release gpu-operator/op: chart gpu-operator v26.7.0: Helm refuses it: ")
     assert "checksumValuesOnly" in message and "want boolean" in message
+
+
+# ---------------------------------------------------------------------------------------------- sources
+
+
+def chart_only(directory: Path, name: str, version: str) -> Path:
+    """A directory that looks like a chart of `name` at `version` to the source lookup (Chart.yaml only)."""
+    directory.mkdir(parents=True)
+    (directory / "Chart.yaml").write_text(
+        yaml.safe_dump({"apiVersion": "v2", "name": name, "version": version})
+    )
+    return directory
+
+
+def request(version: str = "0.17.1", repository: str | None = None) -> ChartRequest:
+    return ChartRequest("kube-system/plugin", "nvidia-device-plugin", version, repository)
+
+
+def test_pinned_directories_match_name_and_exact_version_then_the_cache(tmp_path: Path) -> None:
+    pinned = tmp_path / "pinned"
+    chart_only(pinned / "a", "nvidia-device-plugin", "0.17.0")
+    chart_only(pinned / "b", "gpu-operator", "0.17.1")
+    exact = chart_only(pinned / "c", "nvidia-device-plugin", "0.17.1")
+    single = chart_only(tmp_path / "single", "nvidia-device-plugin", "0.14.5")  # a chart directory itself
+    cache = tmp_path / "cache"
+    cached = chart_only(cache / "nvidia-device-plugin-0.17.2", "nvidia-device-plugin", "0.17.2")
+    sources = ChartSources(pinned_dirs=(single, pinned), cache_dir=cache, download=False)
+    assert sources.locate(request("0.17.1")) == FoundChart(exact, "pinned")
+    assert sources.locate(request("0.14.5")) == FoundChart(single, "pinned")
+    assert sources.locate(request("0.17.2")) == FoundChart(cached, "cache")
+    with pytest.raises(ChartSourceError) as caught:
+        sources.locate(request("0.17"))  # no prefix match: "0.17" is not 0.17.0 or 0.17.1
+    assert str(caught.value) == (
+        "Helm release kube-system/plugin: chart nvidia-device-plugin 0.17: no chart source (looked in: "
+        f"chart directories {single}, {pinned}; cache {cache}/nvidia-device-plugin-0.17; downloads off)"
+    )
+    with pytest.raises(ChartSourceError, match="pins no chart version"):
+        sources.locate(request(""))
+
+
+def test_sources_from_the_command_line_then_the_environment(tmp_path: Path) -> None:
+    environ = {
+        "GPUSHARE_CHART_DIRS": os.pathsep.join(["/e1", "/e2"]),
+        "XDG_CACHE_HOME": str(tmp_path),
+        "GPUSHARE_CHART_DOWNLOAD": "0",
+    }
+    sources = ChartSources.from_environment(["/cli"], environ=environ)
+    assert sources == ChartSources(
+        (Path("/cli"), Path("/e1"), Path("/e2")), tmp_path / "gpushare/charts", False
+    )
+    assert ChartSources.from_environment(environ={"HOME": str(tmp_path)}).download is True
+    assert ChartSources.from_environment(download=False, environ={}).download is False
+
+
+@contextlib.contextmanager
+def chart_repository(directory: Path) -> Iterator[str]:
+    """A Helm chart repository (index.yaml + archives) served on 127.0.0.1 for the duration."""
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(directory))
+    handler.log_message = lambda *args: None  # type: ignore[attr-defined]  # keep the test output quiet
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_chart_is_downloaded_from_its_repository_into_the_cache_once(tmp_path: Path) -> None:
+    import helm_python
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    helm_python.package(pinned_charts() / "nvidia-device-plugin-0.17.1", destination=repo)
+    cache = tmp_path / "cache"
+    with chart_repository(repo) as url:
+        helm_python.repo_index_generate(repo, base_url=url)
+        sources = ChartSources(pinned_dirs=(), cache_dir=cache, download=True)
+        found = sources.locate(request(repository=url))
+        assert found == FoundChart(cache / "nvidia-device-plugin-0.17.1", "downloaded")
+        assert sorted(p.name for p in cache.iterdir()) == ["nvidia-device-plugin-0.17.1"]  # no leftovers
+        assert sources.locate(request(repository=url)).origin == "cache"
+        with pytest.raises(ChartSourceError) as caught:
+            sources.locate(request("9.9.9", repository=url))
+    message = str(caught.value)
+    assert message.startswith(
+        "Helm release kube-system/plugin: chart nvidia-device-plugin 9.9.9: no chart source (looked in: cache "
+    )
+    assert f"download from {url} failed: " in message and "\n" not in message
+    assert sorted(p.name for p in cache.iterdir()) == ["nvidia-device-plugin-0.17.1"]
+
+
+@pytest.mark.parametrize("command", ["render", "check"])
+def test_no_chart_source_is_one_line_exit_1_and_nothing_written(
+    command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if HELM_STACK is None:
+        pytest.skip("no stack uses devicePlugin.mode helm")
+    out = tmp_path / "out"
+    empty = tmp_path / "charts"
+    empty.mkdir()
+    argv = [
+        command,
+        "--stack",
+        HELM_STACK,
+        "--dir",
+        str(PROJECT_DIR),
+        "--chart-dir",
+        str(empty),
+        "--no-download",
+    ]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("GPUSHARE_CHART_DIRS")
+        status = cli.main([*argv, *(["--out", str(out)] if command == "render" else [])])
+    captured = capsys.readouterr()
+    assert status == 1
+    assert captured.out == ""
+    cache = Path(os.environ["XDG_CACHE_HOME"]) / "gpushare/charts/nvidia-device-plugin-0.17.1"
+    assert captured.err == (
+        "Helm release nvidia-device-plugin/nvidia-device-plugin: chart nvidia-device-plugin 0.17.1: no chart "
+        f"source (looked in: chart directories {empty}; cache {cache}; downloads off)\n"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["charts"]  # no out/, no half-written render
