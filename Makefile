@@ -54,7 +54,7 @@ $(VENV)/.bench-installed: $(VENV)/.installed bench/requirements.txt
 	touch $@
 
 bench: $(VENV)/.bench-installed
-	$(PY) -m bench $(BENCH_ARGS)
+	GPUSHARE_CHART_DIRS="$(CHART_DIRS)" $(PY) -m bench $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) out .mypy_cache .ruff_cache .pytest_cache
