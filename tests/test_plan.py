@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from gpushare import catalog
 from gpushare.plan import build_plan, capacity_json, capacity_table
 from gpushare.stack_config import load_stack_file
