@@ -1037,3 +1037,23 @@ def test_chart_before_0_15_has_no_default_affinity(staging: Program, use_stack: 
     assert messages_of("helm-plugin-schedulable", resources) == []
     assert messages_of("gpu-pool-labels", resources) == []
     assert messages_of("device-plugin-config-valid", resources) == []  # checked as 0.14.5
+
+
+def test_the_charts_default_key_must_exist(staging: Program, use_stack: Callable[..., None]) -> None:
+    use_stack("staging")
+    release = staging.get("gpushare-device-plugin-release")
+    assert messages_of("config-key-exists", staging.resources) == []
+
+    def with_config(**config: Any) -> list[Res]:
+        changed = copy.deepcopy(release)
+        changed.props["values"]["config"].update(config)
+        for key in [k for k, v in config.items() if v is None]:
+            del changed.props["values"]["config"][key]
+        return staging.but(changed)
+
+    (missing,) = messages_of("config-key-exists", with_config(default="t4"))
+    assert "config.default 't4' is not a key of" in missing and "keys: any, h20, l20" in missing
+    # No default: the chart's fallbacks (named: key `default`; single: the only key) cannot resolve 3 keys.
+    (unresolved,) = messages_of("config-key-exists", with_config(default=None))
+    assert "no config.default and no fallback strategy (named, single) resolves" in unresolved
+    assert messages_of("config-key-exists", with_config(default=None, fallbackStrategies=["empty"])) == []
