@@ -2,9 +2,9 @@
 
 Resource policies on every ConfigMap and device-plugin Helm release that holds device-plugin configs.
 For an entry under key K serving resource R:
-- the GPU: the stack config's pool K (its `gpu`), for the fallback key `any` the stack config's
-  `sharing.fallback` (none: `any` may not share), else, without a stack config, the `gpu` of the
-  `gpushare.io/tuning-K` provenance annotation (ConfigMap annotations, or the chart's `podAnnotations`);
+- the GPU: the stack config's pool K (its `gpu`) or, for the fallback key `any`, the stack config's
+  `sharing.fallback` (absent: `any` may not share); else (no such pool, or no stack config) the `gpu` of
+  the `gpushare.io/tuning-K` provenance annotation (ConfigMap annotations, or the chart's `podAnnotations`);
 - the memory: always the catalog's, for the GPU or, for `nvidia.com/mig-<profile>` (and for
   `nvidia.com/gpu` under the `single` MIG strategy), for the MIG instance;
 - the measurement: the pool's or the fallback's (`measuredMiB`, `measuredAt`), else the annotation's.
