@@ -464,7 +464,9 @@ def test_a_broken_stack_file_exits_1_with_the_validators_message(
 ) -> None:
     project = copy_project(tmp_path / "project")
     stack_file = project / "Pulumi.prod.yaml"
-    stack_file.write_text(stack_file.read_text().replace("measuredMiB: 4621", "measuredMiB: -5"))
+    stack_file.write_text(
+        stack_file.read_text().replace("        measuredMiB: 4621", "        measuredMiB: -5", 1)
+    )
     with pytest.raises(ConfigError) as expected:
         load_stack_file(stack_file, "prod")
     out = tmp_path / "out"
