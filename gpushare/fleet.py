@@ -14,7 +14,8 @@ Services are not mixed on one GPU: a time-sliced GPU's replicas are sized for it
 each service gets its own pool. `isolation: mig` takes MIG layouts only, `shared` whole GPUs only
 (time-sliced, or exclusive when the process is too big to share); without it every option counts.
 A pool is bought in whole nodes. Choice: fewest GPUs, then least memory left unused
-(GPUs x GPU memory - replicas x measured), then the order of `layout_options` (more slots per GPU first).
+(GPUs x GPU memory - replicas x measured), then, for `isolation: mig`, more MIG instances per GPU, then
+the candidates' order and the order of `layout_options` (more slots per GPU first).
 """
 
 from __future__ import annotations
@@ -210,7 +211,7 @@ def _allowed(option: LayoutOption, isolation: str | None) -> bool:
 
 
 def plan_service(service: Service, candidates: tuple[Candidate, ...], ceiling: float) -> ServicePlan:
-    best: tuple[tuple[int, int, int], ServicePlan] | None = None
+    best: tuple[tuple[int, int, int, int, int], ServicePlan] | None = None
     for candidate_index, candidate in enumerate(candidates):
         try:
             report = advise(candidate.model, service.measured_mib, ceiling)
@@ -221,7 +222,9 @@ def plan_service(service: Service, candidates: tuple[Candidate, ...], ceiling: f
                 continue
             gpus = math.ceil(service.replicas / option.slots)
             plan = ServicePlan(service, candidate, option, math.ceil(gpus / candidate.per_node))
-            key = (plan.gpus, plan.wasted_mib, candidate_index * 10_000 + option_index)
+            # Ties: a service that asked for MIG gets the most isolation the same GPUs buy.
+            isolation = -option.isolation_domains if service.isolation == "mig" else 0
+            key = (plan.gpus, plan.wasted_mib, isolation, candidate_index, option_index)
             if best is None or key < best[0]:
                 best = (key, plan)
     if best is None:
@@ -237,7 +240,9 @@ def plan_fleet(fleet: Fleet, source: str) -> tuple[ServicePlan, ...]:
     plans = []
     for index, service in enumerate(fleet.services):
         try:
-            plans.append(plan_service(service, fleet.candidates, fleet.ceiling))
+            plan = plan_service(service, fleet.candidates, fleet.ceiling)
+            plan.snippet().checked_entry()  # the stack model's verdict on the pool, e.g. its name
+            plans.append(plan)
         except GpushareError as err:
             raise GpushareError(err.message, source=source, key=f"services[{index}]") from None
     return tuple(plans)

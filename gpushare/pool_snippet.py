@@ -75,7 +75,8 @@ class PoolSnippet:
         except ValidationError as err:
             first = err.errors()[0]
             where = ".".join(str(part) for part in first["loc"])
-            raise GpushareError(f"pool {self.name}: {where}: {first['msg']}") from None
+            message = str(first["msg"]).removeprefix("Value error, ")
+            raise GpushareError(f"pool {self.name}: {where}: {message}") from None
         return entry
 
 
@@ -113,7 +114,7 @@ def render_pools(snippets: Sequence[PoolSnippet]) -> str:
         if option.mode == "mig":
             lines.append(
                 f"        migLayout: {_flow(sharing['migLayout'])}  # {option.slots} slots in "
-                f"{option.isolation_domains} MIG instances (gpushare advise)"
+                f"{option.isolation_domains} MIG instance(s) (gpushare advise)"
             )
             lines.append(f"        layoutName: {sharing['layoutName']}")
             lines.append("        timeSlicing:")
