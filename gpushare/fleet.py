@@ -109,7 +109,9 @@ def _candidate(value: object, source: str, index: int) -> object:
     if known is not None:
         return {"gpu": known.gpu, "instanceType": known.name}
     if value in catalog.GPUS:
-        return {"gpu": value}
+        # The catalog's instance type for the GPU when there is exactly one; else the snippet asks for one.
+        types = [t.name for t in catalog.INSTANCE_TYPES.values() if t.gpu == value]
+        return {"gpu": value, "instanceType": types[0]} if len(types) == 1 else {"gpu": value}
     raise ConfigError(
         f"{value!r} is neither a GPU model nor an instance type of the catalog "
         f"(GPU models: {', '.join(catalog.GPUS)}; instance types: {', '.join(catalog.INSTANCE_TYPES)})",
