@@ -63,6 +63,17 @@ def cmd_advise(args: argparse.Namespace, out: TextIO) -> int:
         return _fleet(args, out)
     if not args.gpu or args.measured_mib is None:
         _usage(args, "give --gpu and --measured-mib (or --fleet FILE)")
+    snippet_only = [
+        flag
+        for flag, value in (
+            ("--isolation", args.isolation),
+            ("--pool-name", args.pool_name),
+            ("--instance-type", args.instance_type),
+        )
+        if value is not None
+    ]
+    if snippet_only and not args.stack_snippet:
+        _usage(args, f"{', '.join(snippet_only)} only apply with --stack-snippet")
     report = advise(catalog.gpu(args.gpu), args.measured_mib, _ceiling(args))
     if args.stack_snippet:
         out.write(_snippet(report, args))

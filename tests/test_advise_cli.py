@@ -20,6 +20,7 @@ import yaml
 from conftest import PROJECT_DIR
 
 from gpushare.cli import main
+from gpushare.resource_types import NODE_POOL
 from gpushare.stack_config import load_stack_file
 from offline import policy_driver
 from offline.check import check_stack
@@ -135,6 +136,9 @@ def test_usage_errors_exit_2_and_bad_values_exit_1(capsys: pytest.CaptureFixture
     code, _ = run(["advise", "--gpu", "H20", "--measured-mib", "4621", "--stack-snippet", "--isolation", "8"])
     assert code == 1
     assert "--isolation 8: no layout of H20 has that many isolation domains" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        run(["advise", "--gpu", "H20", "--measured-mib", "4621", "--isolation", "7"])
+    assert "--isolation only apply with --stack-snippet" in capsys.readouterr().err
     code, _ = run(["advise", "--gpu", "B300", "--measured-mib", "4621"])
     assert code == 1 and "unknown GPU model 'B300'" in capsys.readouterr().err
 
@@ -216,6 +220,29 @@ def test_fleet_text_output_and_bad_files(tmp_path: Path, capsys: pytest.CaptureF
     assert code == 1 and "cannot read" in capsys.readouterr().err
 
 
+def test_fleet_buys_whole_nodes_and_a_single_replica_takes_the_smallest_gpu(tmp_path: Path) -> None:
+    path = tmp_path / "fleet.yaml"
+    path.write_text(
+        "services:\n"
+        "  - {name: nlp, measuredMiB: 4621, replicas: 20, isolation: mig}\n"
+        "  - {name: one, measuredMiB: 4621, replicas: 1}\n"
+        "candidates: [T4, {gpu: H20, instanceType: HX.EIGHT, gpusPerNode: 8}]\n"
+    )
+    code, text = run(["advise", "--fleet", str(path), "--json"])
+    assert code == 0
+    nlp, one = json.loads(text)["services"]
+    # ceil(20 / 16) = 2 GPUs, but a node carries 8: 1 node, 8 GPUs, 8 x 16 = 128 slots
+    assert (nlp["instanceType"], nlp["nodes"], nlp["gpus"], nlp["slots"]) == ("HX.EIGHT", 1, 8, 128)
+    assert nlp["wastedMiB"] == 8 * 97871 - 20 * 4621
+    # 1 replica: one GPU anywhere; the T4 leaves the least unused (15360 - 4621 = 10739) and is 1 per node.
+    assert (one["gpu"], one["instanceType"], one["gpus"], one["wastedMiB"]) == (
+        "T4",
+        "GN7.2XLARGE32",
+        1,
+        10739,
+    )
+
+
 def test_advise_answers_through_the_real_entry_point() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "gpushare", "advise", "--gpu", "A30", "--measured-mib", "4621"],
@@ -250,4 +277,5 @@ def test_mig_layout_underused_catches_seven_small_instances_through_the_protocol
         "MIG layout 7x 1g.12gb yields 14 slot(s) in 7 instance(s) for 4621 MiB (ceiling 0.9)" in messages[0]
     )
     assert "6x 1g.12gb + 1x 1g.24gb yields 16 in 7" in messages[0]
-    assert found[0].urn.endswith("gpushare-h20-pool") or "NodePool" in found[0].urn, found[0].urn
+    # On the H20 node pool the layout is partitioned on.
+    assert f"{NODE_POOL}::" in found[0].urn and found[0].urn.endswith("h20-pool"), found[0].urn
