@@ -122,9 +122,12 @@ def _candidate(value: object, source: str, index: int) -> object:
 
 def parse_fleet(text: str, source: str) -> Fleet:
     try:
+        # A fleet file has no use for anchors; refusing aliases keeps `&a [*a, *a, ...]` bombs out.
+        if any(isinstance(token, yaml.AliasToken) for token in yaml.scan(text)):
+            raise ConfigError("YAML aliases (*name) are not supported in a fleet file", source=source)
         document = yaml.safe_load(text)
     except yaml.YAMLError as err:
-        raise ConfigError(f"not valid YAML: {err}".splitlines()[0], source=source) from None
+        raise ConfigError("not valid YAML: " + " ".join(str(err).split()), source=source) from None
     if not isinstance(document, dict):
         raise ConfigError("expected a mapping with `services` and `candidates`", source=source)
     candidates = document.get("candidates")
@@ -133,6 +136,8 @@ def parse_fleet(text: str, source: str) -> Fleet:
     try:
         # YAML turns an unquoted `2025-06-01` into a date; the stack file's rule is a string (ISO date).
         return Fleet.model_validate_json(json.dumps(document, default=_iso_date))
+    except TypeError as err:  # a YAML type with no JSON form (!!set, !!binary)
+        raise ConfigError(str(err), source=source) from None
     except ValidationError as err:
         detail = err.errors()[0]
         where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in detail["loc"]).lstrip(".")
@@ -143,7 +148,7 @@ def parse_fleet(text: str, source: str) -> Fleet:
 def _iso_date(value: object) -> str:
     if isinstance(value, date | datetime):
         return value.isoformat()
-    raise TypeError(f"cannot read a {type(value).__name__}")
+    raise TypeError(f"unsupported YAML value of type {type(value).__name__}")
 
 
 def load_fleet(path: Path) -> Fleet:

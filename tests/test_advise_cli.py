@@ -205,6 +205,8 @@ def test_fleet_text_output_and_bad_files(tmp_path: Path, capsys: pytest.CaptureF
         "services: [{name: A_b, measuredMiB: 10, replicas: 1}]\ncandidates: [L20]\n": "pool A_b: name",
         "services: [{name: a, measuredMiB: 10, replicas: 1, measuredAt: last week}]\ncandidates: [L20]\n": "services[0].measuredAt",
         "services: [a: [\n": "not valid YAML",
+        "x: &a [1, 2]\nservices: [*a, *a]\ncandidates: [L20]\n": "aliases",
+        "services: !!set {a}\ncandidates: [L20]\n": "unsupported YAML value of type set",
         "- 1\n": "expected a mapping",
     }
     for index, (content, expected) in enumerate(cases.items()):
@@ -214,6 +216,9 @@ def test_fleet_text_output_and_bad_files(tmp_path: Path, capsys: pytest.CaptureF
         err = capsys.readouterr().err
         assert (code, out) == (1, ""), content
         assert err.startswith(f"{path}: ") and expected in err and err.count("\n") == 1, err
+    (tmp_path / "latin1.yaml").write_bytes(b"services: [{name: caf\xe9}]\n")
+    code, _ = run(["advise", "--fleet", str(tmp_path / "latin1.yaml")])
+    assert code == 1 and capsys.readouterr().err == f"{tmp_path / 'latin1.yaml'}: not UTF-8 text\n"
     code, _ = run(["advise", "--fleet", str(tmp_path / "missing.yaml")])
     assert code == 1 and "cannot read" in capsys.readouterr().err
 
