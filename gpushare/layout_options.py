@@ -118,9 +118,6 @@ class AdviceReport:
     def pareto(self) -> tuple[LayoutOption, ...]:
         return tuple(o for o in self.options if _on_front(o, self.options))
 
-    def is_pareto(self, option: LayoutOption) -> bool:
-        return option in self.pareto
-
     def recommended(self, isolation_domains: int) -> LayoutOption | None:
         """The best option with exactly this many isolation domains."""
         return next((o for o in self.options if o.isolation_domains == isolation_domains), None)
