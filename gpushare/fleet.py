@@ -69,6 +69,8 @@ class Candidate(_Model):
         known = catalog.instance_type(self.instance_type or "")
         if known is not None and known.gpu != self.gpu:
             raise ValueError(f"{self.instance_type} carries {known.gpu}, not {self.gpu}")
+        if known is not None and self.gpus_per_node not in (None, known.gpus_per_node):
+            raise ValueError(f"gpusPerNode: {self.instance_type} has {known.gpus_per_node} GPU(s) per node")
         if self.instance_type and known is None and self.gpus_per_node is None:
             raise ValueError(f"gpusPerNode: required, {self.instance_type} is not in the catalog")
         return self

@@ -204,6 +204,8 @@ def test_fleet_text_output_and_bad_files(tmp_path: Path, capsys: pytest.CaptureF
         "services: [{name: a, measuredMiB: 10, replicas: 1, isolation: mig}]\ncandidates: [L20]\n": "fits no candidate GPU with MIG",
         "services: [{name: A_b, measuredMiB: 10, replicas: 1}]\ncandidates: [L20]\n": "pool A_b: name",
         "services: [{name: a, measuredMiB: 10, replicas: 1, measuredAt: last week}]\ncandidates: [L20]\n": "services[0].measuredAt",
+        "services: [{name: a, measuredMiB: 10, replicas: 1}]\n"
+        "candidates: [{gpu: L20, instanceType: PNV5b.8XLARGE96, gpusPerNode: 2}]\n": "has 1 GPU(s) per node",
         "services: [a: [\n": "not valid YAML",
         "x: &a [1, 2]\nservices: [*a, *a]\ncandidates: [L20]\n": "aliases",
         "services: !!set {a}\ncandidates: [L20]\n": "unsupported YAML value of type set",
