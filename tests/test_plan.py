@@ -7,10 +7,8 @@ from typing import Any
 
 import pytest
 
-from gpushare import catalog
 from gpushare.plan import build_plan, capacity_json, capacity_table
 from gpushare.stack_config import load_stack_file
-from gpushare.tuning import max_replicas
 
 
 def _plan(project_dir: Path, stack: str) -> Any:
@@ -43,13 +41,12 @@ def test_prod_plan_is_the_seed_table(project_dir: Path) -> None:
 def test_staging_plan_time_slices_the_mig_instances(project_dir: Path) -> None:
     plan = _plan(project_dir, "staging")
     h20 = plan.pool("h20")
-    instance_mib = catalog.gpu("H20").mig_profile("1g.12gb").memory_mib
-    per_instance = max_replicas(instance_mib, 4621, 0.9)
+    # 6 x 1g.12gb at floor(0.9 x 11264 / 4621) = 2, 1 x 1g.24gb at floor(0.9 x 22138 / 4621) = 4: 16 slots
     assert h20.mig_instances_per_gpu == 7
-    assert h20.replicas == per_instance
-    assert h20.slots == 7 * per_instance
-    assert [s.resource for s in h20.shared] == ["nvidia.com/mig-1g.12gb"]
-    assert plan.total_slots == 7 * per_instance + 8
+    assert h20.replicas == 4  # the largest per-instance replicas
+    assert h20.slots == 6 * 2 + 4
+    assert [s.resource for s in h20.shared] == ["nvidia.com/mig-1g.12gb", "nvidia.com/mig-1g.24gb"]
+    assert plan.total_slots == 16 + 8
     assert plan.slots_before == 2
     # Staging does not opt in: `any` serves GPUs nobody named, so it shares nothing.
     assert plan.fallback.tuning is None and plan.fallback.replicas == 1

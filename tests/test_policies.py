@@ -75,6 +75,7 @@ REQUIRED_NAMES = {
 }
 ADVISORY_NAMES = {
     "time-slicing-replicas-underused",
+    "mig-layout-underused",
     "cli-flag-overrides-config",
     "time-slicing-measurement-fresh",
 }
@@ -904,6 +905,52 @@ def test_mig_layouts_must_fit_the_gpu(use_stack: Callable[..., None]) -> None:
     use_stack("staging", eight_instances)
     (message,) = messages_of("mig-only-on-mig-capable-gpus", [])
     assert "gpushare:pools[0] (h20)" in message and "does not fit H20" in message
+
+
+def test_mig_layout_underused_names_the_better_layout(use_stack: Callable[..., None]) -> None:
+    use_stack("staging")
+    assert messages_of("mig-layout-underused", []) == []  # staging runs what advise recommends
+
+    def seven_small(config: dict[str, Any]) -> None:
+        config["gpushare:pools"][0]["sharing"]["migLayout"] = {"1g.12gb": 7}
+
+    use_stack("staging", seven_small)
+    (message,) = messages_of("mig-layout-underused", [])
+    # 7 x floor(0.9 x 11264 / 4621) = 7 x 2 = 14; 6 x 2 + floor(0.9 x 22138 / 4621) = 12 + 4 = 16
+    assert message.startswith(
+        "stack config gpushare:pools[0] (h20): MIG layout 7x 1g.12gb yields 14 slot(s) in 7"
+    )
+    assert 'migLayout {"1g.12gb": 6, "1g.24gb": 1}, layoutName h20-6x1g.12gb-1x1g.24gb' in message
+
+    def unshared(config: dict[str, Any]) -> None:
+        seven_small(config)
+        del config["gpushare:pools"][0]["sharing"]["timeSlicing"]
+
+    use_stack("staging", unshared)  # one slot per instance: fewer, larger instances are a choice, not waste
+    assert messages_of("mig-layout-underused", []) == []
+
+
+def test_mig_layout_underused_reads_a_hand_edited_mig_parted_config(use_stack: Callable[..., None]) -> None:
+    use_stack("staging")
+    edited = Res(
+        CONFIG_MAP,
+        "gpushare-h20-mig-mig-parted",
+        {
+            "metadata": {
+                "name": "gpushare-mig-parted-config-h20",
+                "namespace": "kube-system",
+                "labels": {kube_names.LABEL_POOL: "h20"},
+            },
+            "data": {
+                "config.yaml": "version: v1\nmig-configs:\n  all-1g.12gb:\n  - devices: all\n"
+                '    mig-enabled: true\n    mig-devices:\n      "1g.12gb": 7\n'
+            },
+        },
+        stack="staging",
+    )
+    (message,) = messages_of("mig-layout-underused", [edited])
+    assert 'ConfigMap kube-system/gpushare-mig-parted-config-h20 key "config.yaml"' in message
+    assert "mig-configs.all-1g.12gb[0] (pool h20): MIG layout 7x 1g.12gb yields 14" in message
 
 
 def test_mig_time_slicing_needs_the_mixed_strategy(staging: Program) -> None:

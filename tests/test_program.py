@@ -258,18 +258,20 @@ def test_resources_use_the_explicit_providers(prod: ProgramRun) -> None:
 def test_staging_h20_pool_is_partitioned_and_time_sliced(staging: ProgramRun) -> None:
     h20 = only(staging, NODE_POOL, lambda r: r.inputs["name"] == "gpushare-h20")
     assert h20.inputs["nodeConfig"]["gpuArgs"]["migEnable"] is True
-    assert h20.inputs["labels"]["nvidia.com/mig.config"] == "all-1g.12gb"
+    assert h20.inputs["labels"]["nvidia.com/mig.config"] == "h20-6x1g.12gb-1x1g.24gb"
     assert h20.inputs["labels"]["nvidia.com/gpu.present"] == "true"  # chart >= 0.15 without NFD
     script = base64.b64decode(h20.inputs["nodeConfig"]["preStartUserScript"]).decode()
     assert "nvidia-smi -mig 1" in script
-    assert "nvidia-smi mig -cgi 19,19,19,19,19,19,19 -C" in script
+    assert "nvidia-smi mig -cgi 15,19,19,19,19,19,19 -C" in script
     mig_parted = only(staging, CONFIG_MAP, named("gpushare-mig-parted-config-h20")).inputs["data"][
         "config.yaml"
     ]
     assert yaml.safe_load(mig_parted) == {
         "version": "v1",
         "mig-configs": {
-            "all-1g.12gb": [{"devices": "all", "mig-enabled": True, "mig-devices": {"1g.12gb": 7}}]
+            "h20-6x1g.12gb-1x1g.24gb": [
+                {"devices": "all", "mig-enabled": True, "mig-devices": {"1g.24gb": 1, "1g.12gb": 6}}
+            ]
         },
     }
 

@@ -32,7 +32,7 @@ def test_staging_stack_has_a_mixed_h20_mig_pool(project_dir: Path) -> None:
     stack = load_stack_file(project_dir / "Pulumi.staging.yaml")
     h20 = stack.pool("h20")
     assert isinstance(h20.sharing, Mig)
-    assert h20.sharing.mig_layout == {"1g.12gb": 7}
+    assert h20.sharing.mig_layout == {"1g.12gb": 6, "1g.24gb": 1}
     assert h20.sharing.strategy == "mixed"  # time-sliced MIG instances need mixed
     assert stack.plugin.mode == "helm"
     assert stack.plugin.plugin_version == "0.17.1"
