@@ -19,7 +19,12 @@ says `skipCrds`). Hooks are kept and marked: Helm runs them around install, upgr
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import contextlib
+import os
+import re
+import sys
+import tempfile
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
@@ -56,6 +61,8 @@ NOTES_FILE: Final = "NOTES.txt"
 # libyaml's parser when PyYAML has it (same safe constructor): the operator's CRDs are ~300 kB of YAML,
 # which the pure-Python parser takes seconds over.
 _YAML_LOADER: Final[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# Go's log prefix on what Helm writes to stderr (`2026/12/01 05:02:05 WARN ...`).
+_GO_LOG_PREFIX: Final = re.compile(r"^\d{4}/\d\d/\d\d \d\d:\d\d:\d\d ")
 # Release inputs the offline render cannot honour; refused rather than ignored.
 _UNSUPPORTED_INPUTS: Final = ("valueYamlFiles", "postrender")
 
@@ -148,6 +155,11 @@ class RenderedRelease:
     release: HelmRelease
     chart: FoundChart
     objects: tuple[ChartObject, ...]
+    warnings: tuple[str, ...] = ()
+    """What Helm warned about while rendering (e.g. a value of the wrong type for a template's test)."""
+
+    def warning_lines(self) -> list[str]:
+        return [f"warning: {_request(self.release).describe()}: {warning}" for warning in self.warnings]
 
     @property
     def unvalidated(self) -> tuple[ChartObject, ...]:
@@ -185,6 +197,24 @@ def _documents(text: str, where: str) -> Iterable[dict[str, Any]]:
         raise ChartRenderError(f"{where}: renders YAML that does not parse: {_one_line(str(err))}") from None
 
 
+@contextlib.contextmanager
+def _helm_log(lines: list[str]) -> Iterator[None]:
+    """Helm's Go code logs its warnings straight to file descriptor 2, past Python: collected into
+    `lines` for the duration (timestamps dropped), so they can be reported with the release they concern."""
+    sys.stderr.flush()
+    with tempfile.TemporaryFile() as capture:
+        saved = os.dup(2)
+        os.dup2(capture.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            capture.seek(0)
+            text = capture.read().decode("utf-8", errors="replace")
+            lines.extend(_GO_LOG_PREFIX.sub("", line) for line in text.splitlines() if line.strip())
+
+
 def _render_one(release: HelmRelease, found: FoundChart, helm: Any) -> RenderedRelease:
     request = _request(release)
     where = f"{request.describe()}"
@@ -194,8 +224,9 @@ def _render_one(release: HelmRelease, found: FoundChart, helm: Any) -> RenderedR
             raise ChartRenderError(
                 f"{where}: `{key}` cannot be rendered offline; give the values in `values`"
             )
+    warnings: list[str] = []
     try:
-        with helm.Chart.load(found.path) as chart:
+        with helm.Chart.load(found.path) as chart, _helm_log(warnings):
             files = chart.render(
                 to_plain(release.values),
                 name=release.name,
@@ -217,7 +248,7 @@ def _render_one(release: HelmRelease, found: FoundChart, helm: Any) -> RenderedR
         for document in _documents(files[template], f"{where}: {template}"):
             hook = (document["metadata"].get("annotations") or {}).get(HOOK_ANNOTATION)
             objects.append(ChartObject(release, chart_name, version, template, document, hook=hook))
-    return RenderedRelease(release, found, tuple(objects))
+    return RenderedRelease(release, found, tuple(objects), tuple(warnings))
 
 
 def _checked(

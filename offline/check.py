@@ -47,6 +47,8 @@ class CheckError(GpushareError):
 class CheckResult:
     stack: str
     report: PackReport
+    chart_warnings: tuple[str, ...] = ()
+    """What Helm warned about while rendering the stack's charts (one line each)."""
 
     @property
     def passed(self) -> bool:
@@ -177,7 +179,8 @@ def check_stack(
         )
     except PolicyDriverError as err:
         raise CheckError(str(err)) from None
-    return CheckResult(stack=stack, report=report)
+    warnings = tuple(line for release in releases for line in release.warning_lines())
+    return CheckResult(stack=stack, report=report, chart_warnings=warnings)
 
 
 def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
@@ -194,6 +197,8 @@ def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
         chart_sources=ChartSources.from_arguments(args),
     )
     report = result.report
+    for warning in result.chart_warnings:
+        sys.stderr.write(warning + "\n")
     out.write(policy_driver.format_report(report))
     out.write(
         f"\nStack {args.stack}: {len(report.mandatory)} mandatory and {len(report.advisory)} advisory "

@@ -31,6 +31,7 @@ import json
 import os
 import re
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -543,6 +544,8 @@ def cmd_render(args: argparse.Namespace, out: TextIO) -> int:
     )
     for rendered in result.releases:
         out.write(release_summary(rendered) + "\n")
+        for warning in rendered.warning_lines():
+            sys.stderr.write(warning + "\n")
     out.write(f"\n{result.tree}\n\n")
     out.write(f"Capacity plan for stack {result.stack}\n\n{capacity_table(result.capacity)}\n")
     return 0

@@ -426,7 +426,7 @@ def test_no_chart_source_is_one_line_exit_1_and_nothing_written(
         "--no-download",
     ]
     with pytest.MonkeyPatch.context() as patch:
-        patch.delenv("GPUSHARE_CHART_DIRS")
+        patch.delenv("GPUSHARE_CHART_DIRS", raising=False)
         status = cli.main([*argv, *(["--out", str(out)] if command == "render" else [])])
     captured = capsys.readouterr()
     assert status == 1
@@ -437,3 +437,14 @@ def test_no_chart_source_is_one_line_exit_1_and_nothing_written(
         f"source (looked in: chart directories {empty}; cache {cache}; downloads off)\n"
     )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["charts"]  # no out/, no half-written render
+
+
+def test_helms_own_warnings_come_back_as_lines_of_the_release(capfd: pytest.CaptureFixture[str]) -> None:
+    # The NFD subchart's condition `nfd.enabled` is meant to be a boolean; Helm warns (on stderr, from Go).
+    release = helm_release_resource(*OPERATOR, {**operator_values(), "nfd": {"enabled": "sure"}})
+    (rendered,) = render_releases([release], pinned_sources(), SCHEMA)
+    assert rendered.warning_lines() == [
+        "warning: Helm release gpu-operator/op: chart gpu-operator v26.7.0: "
+        "WARN returned non-bool value path=nfd.enabled chart=node-feature-discovery"
+    ]
+    assert capfd.readouterr().err == ""  # collected, not leaked past Python
