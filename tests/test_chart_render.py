@@ -31,9 +31,11 @@ from offline.chart_render import (
 )
 from offline.chart_sources import ChartRequest, ChartSourceError, ChartSources, FoundChart
 from offline.crd_schemas import CrdIndex, strict_crd_schema
-from offline.manifests import validate_manifest
+from offline.manifests import to_plain, validate_manifest
 from offline.mock_run import RecordedResource
 from offline.render import RenderResult
+from policies.props import Resource
+from policies.workloads import daemon_set_plugin, helm_plugin
 
 SCHEMA = "1.30.0"
 DEVICE_PLUGIN = ("nvidia-device-plugin", "0.17.1")
@@ -179,6 +181,29 @@ def test_the_charts_config_map_holds_exactly_the_releases_config_map(helm_stack:
     assert all(o.checked_against == "the Kubernetes 1.30 schema (strict)" for o in release.objects)
     # The values file stays beside the rendered objects.
     assert f"manifests/{release.release.file_name}" in helm_stack.files
+
+
+def test_the_packs_model_of_the_chart_is_what_helm_renders(helm_stack: RenderResult) -> None:
+    # `pulumi preview` gives the pack only the Release's values; policies/workloads.py models from them
+    # where the chart's plugin lands (its default node affinity from 0.15 on) and which plugin it runs.
+    # Helm's render is the oracle for that model.
+    (release,) = helm_stack.releases
+    resource = release.release.resource
+    modelled = helm_plugin(Resource(resource.type, resource.urn, resource.name, to_plain(resource.inputs)))
+    plugin = only(release.objects, "DaemonSet", "nvidia-device-plugin")
+    real = daemon_set_plugin(Resource(plugin.type_token, "urn:rendered", plugin.name, plugin.document))
+    assert modelled is not None and real is not None
+    assert modelled.placement == real.placement
+    assert real.placement is not None and real.placement.required_terms is not None
+    assert len(real.placement.required_terms) == 3  # NFD's PCI label, Tegra, nvidia.com/gpu.present
+    assert (
+        (modelled.namespace, modelled.plugin_version)
+        == (real.namespace, real.plugin_version)
+        == (
+            release.release.namespace,
+            "0.17.1",
+        )
+    )
 
 
 # ------------------------------------------------------------------------------------------ GPU Operator
