@@ -66,6 +66,7 @@ REQUIRED_NAMES = {
     "one-device-plugin-per-node",
     "plugin-restarts-on-config-change",
     "mig-only-on-mig-capable-gpus",
+    "mig-driver-supported",
     "mig-time-slicing-needs-mixed",
     "helm-chart-pinned",
     "helm-plugin-schedulable",
@@ -800,6 +801,29 @@ def test_mig_layouts_must_fit_the_gpu(use_stack: Callable[..., None]) -> None:
     use_stack("staging", eight_instances)
     (message,) = messages_of("mig-only-on-mig-capable-gpus", [])
     assert "gpushare:pools[0] (h20)" in message and "does not fit H20" in message
+
+
+def test_a_mig_pool_must_not_ask_for_a_driver_too_old_for_mig(
+    staging: Program, use_stack: Callable[..., None]
+) -> None:
+    use_stack("staging")
+    h20, l20 = staging.get("gpushare-h20-pool"), staging.get("gpushare-l20-pool")
+    assert messages_of("mig-driver-supported", staging.resources) == []  # no driver chosen: TKE's default
+
+    def with_driver(pool: Res, version: str) -> Res:
+        changed = copy.deepcopy(pool)
+        changed.props["nodeConfig"]["gpuArgs"]["driver"] = {"version": version, "name": f"NVIDIA-{version}"}
+        return changed
+
+    # NVIDIA's floor for H20 MIG is 535.161.07: an earlier 535 release and an older branch are refused.
+    for too_old in ("535.104.05", "470.82.01", "525"):
+        (message,) = messages_of("mig-driver-supported", [with_driver(h20, too_old)])
+        assert f"driver {too_old} is too old for MIG on H20" in message and "535.161.07" in message
+    # The floor itself, newer ones, and a bare branch that may hold a good release pass.
+    for fine in ("535.161.07", "535.183.01", "550.54.15", "535"):
+        assert messages_of("mig-driver-supported", [with_driver(h20, fine)]) == []
+    # Without MIG the rule does not apply (L20 time-slicing on an old driver).
+    assert messages_of("mig-driver-supported", [with_driver(l20, "470.82.01")]) == []
 
 
 def test_mig_time_slicing_needs_the_mixed_strategy(staging: Program) -> None:
