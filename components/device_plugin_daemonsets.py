@@ -53,6 +53,8 @@ class DevicePluginDaemonSets(pulumi.ComponentResource):
     ) -> None:
         super().__init__("gpushare:k8s:DevicePluginDaemonSets", name, None, opts)
         self.daemonset_names = {}
+        # Pulumi does not pass a component's depends_on to its children; the DaemonSets themselves must wait
+        # (for the patch that parks or adopts TKE's plugin).
         for entry in args.entries:
             ds_name = plugin_pod.daemonset_name(entry.key)
             selector = plugin_pod.pod_selector_labels(entry.key)
@@ -97,7 +99,7 @@ class DevicePluginDaemonSets(pulumi.ComponentResource):
                         ),
                     ),
                 ),
-                opts=pulumi.ResourceOptions(parent=self),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=opts.depends_on if opts else None),
             )
             self.daemonset_names[entry.key] = ds_name
         self.register_outputs({"daemonsets": self.daemonset_names})

@@ -45,6 +45,8 @@ class GpuSharingCluster(pulumi.ComponentResource):
             if isinstance(pool.sharing, Mig):
                 partition = MigPartition(f"{name}-{pool.name}-mig", MigPartitionArgs(pool), child)
                 extra[kube_names.LABEL_MIG_CONFIG] = partition.config_name
+                # daemonsets and helm modes run no MIG manager: the nodes partition their own GPUs at
+                # every boot. A mode with a MIG manager passes no script.
                 script = partition.pre_start_script
             if plugin.mode == "helm" and not plugin.node_feature_discovery:
                 extra[kube_names.LABEL_GPU_PRESENT] = "true"
@@ -64,9 +66,15 @@ class GpuSharingCluster(pulumi.ComponentResource):
         adopted = (
             next((e for e in entries if e.key == managed.pool), None) if managed.action == "adopt" else None
         )
+        # Our plugins and TKE's serve the same kubelet socket, which the departing one deletes when it stops:
+        # every plugin workload waits for the patch that parks or adopts TKE's DaemonSet.
         if plugin.mode == "daemonsets":
             config_map = TimeSlicingConfig(f"{name}-config", TimeSlicingConfigArgs(entries), child)
-            after_config = pulumi.ResourceOptions(parent=self, depends_on=[config_map])
+            managed_plugin = ManagedDevicePlugin(
+                f"{name}-managed-plugin",
+                ManagedDevicePluginArgs(managed, adopted),
+                pulumi.ResourceOptions(parent=self, depends_on=[config_map]),
+            )
             DevicePluginDaemonSets(
                 f"{name}-plugins",
                 DevicePluginDaemonSetsArgs(
@@ -74,14 +82,17 @@ class GpuSharingCluster(pulumi.ComponentResource):
                     image=plugin.plugin_image,
                     config_map_name=config_map.config_map_name,
                 ),
-                after_config,
-            )
-            ManagedDevicePlugin(
-                f"{name}-managed-plugin", ManagedDevicePluginArgs(managed, adopted), after_config
+                pulumi.ResourceOptions(parent=self, depends_on=[config_map, managed_plugin.patch]),
             )
         else:
-            DevicePluginRelease(f"{name}-device-plugin", DevicePluginReleaseArgs(plugin, entries), child)
-            ManagedDevicePlugin(f"{name}-managed-plugin", ManagedDevicePluginArgs(managed), child)
+            managed_plugin = ManagedDevicePlugin(
+                f"{name}-managed-plugin", ManagedDevicePluginArgs(managed), child
+            )
+            DevicePluginRelease(
+                f"{name}-device-plugin",
+                DevicePluginReleaseArgs(plugin, entries),
+                pulumi.ResourceOptions(parent=self, depends_on=[managed_plugin.patch]),
+            )
 
         self.register_outputs(
             {

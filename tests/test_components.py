@@ -148,7 +148,7 @@ def test_mig_partition_registers_the_mig_parted_config() -> None:
     _, [config_map] = children(result, "gpushare:mig:MigPartition")
     [partition] = partitions
     assert (partition.config_name, partition.strategy) == ("all-1g.12gb", "mixed")
-    assert "nvidia-smi mig -cgi 19,19,19,19,19,19,19 -C" in partition.pre_start_script
+    assert "MIG_PROFILES=" + ",".join(["1g.12gb"] * 7) + "\n" in partition.pre_start_script
     document = yaml.safe_load(config_map.inputs["data"]["config.yaml"])
     assert document["mig-configs"]["all-1g.12gb"][0]["mig-devices"] == {"1g.12gb": 7}
 
