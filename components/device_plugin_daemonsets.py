@@ -1,5 +1,5 @@
-"""DevicePluginDaemonSets: one device-plugin DaemonSet per pool (plugin 0.14.5 has no per-node config
-selection, so each pool's DaemonSet reads its own key's file)."""
+"""DevicePluginDaemonSets: one device-plugin DaemonSet per pool, each reading its own key's file (TKE's
+mirrored 0.14.5 image is not known to carry the config-manager that picks a config per node)."""
 
 from __future__ import annotations
 
@@ -72,8 +72,9 @@ class DevicePluginDaemonSets(pulumi.ComponentResource):
                         template=k8s.core.v1.PodTemplateSpecArgs(
                             metadata=k8s.meta.v1.ObjectMetaArgs(
                                 labels=selector,
-                                # The plugin never re-reads its file (seed pitfall 1): a new checksum rolls
-                                # exactly this pool's pods when its key changes.
+                                # The plugin re-reads its file only on SIGHUP or a kubelet restart, and
+                                # nothing sends either when the ConfigMap changes (seed pitfall 1): a new
+                                # checksum rolls exactly this pool's pods when its key changes.
                                 annotations={kube_names.ANNOTATION_CONFIG_SHA256: entry.sha256},
                             ),
                             spec=k8s.core.v1.PodSpecArgs(
