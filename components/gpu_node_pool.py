@@ -77,7 +77,8 @@ class GpuNodePool(pulumi.ComponentResource):
             gpu_args=gpu_args(pool),
             pre_start_user_script=script,
             # TKE runs the pre-start script only on existing instances added to the pool; its user script
-            # runs on every node the scaling group creates. The script is idempotent: both may run it.
+            # runs after the Kubernetes components start, also (inferred) on nodes the scaling group
+            # creates. The script is idempotent: both may run it.
             user_data=script,
         )
         node_pool = tencentcloud.kubernetes.NodePool(

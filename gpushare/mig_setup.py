@@ -2,9 +2,9 @@
 by the script TKE runs on a new node; and the pool's layout as a mig-parted config.
 
 TKE runs a node pool's pre-start script only on existing instances added to the pool, and its user
-script after the kubelet is up on every node the scaling group creates; GPU instances do not survive a
-reboot; MIG mode may stay pending until a GPU reset or a reboot; the driver may not be there yet when
-either script runs. So neither script touches the GPUs: both install (idempotently) the unit
+script after the Kubernetes components start (inferred: on every node the pool creates); GPU
+instances do not survive a reboot; MIG mode may stay pending until a GPU reset or a reboot; the driver
+may not be there yet when either script runs. So neither script touches the GPUs: both install (idempotently) the unit
 `gpushare-mig.service`, ordered before the kubelet, whose script (`node_files/gpushare-mig-setup.sh`,
 a real file for review and shellcheck) waits for the driver, enables MIG mode and creates the layout by
 profile name at every boot.

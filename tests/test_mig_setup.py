@@ -187,6 +187,15 @@ def test_no_driver_within_the_bound_leaves_the_gpus_alone_and_fails(node: Node) 
     assert "ERROR: no NVIDIA driver after 3 attempts" in done.stdout
 
 
+def test_a_node_without_gpus_fails_without_touching_anything(node: Node) -> None:
+    node.install()
+    node.set("gpus", "0")
+    done = node.boot()
+    assert done.returncode == 1
+    assert mig_calls(node.calls()) == []
+    assert "lists no GPU" in done.stdout
+
+
 def test_a_node_that_has_the_layout_does_nothing(node: Node) -> None:
     node.install()
     node.set("gpu0.current", "Enabled")

@@ -117,6 +117,10 @@ main() {
   local gpu status failed=0 reboot=0
   local -a gpus
   mapfile -t gpus < <(nvidia-smi --query-gpu=index --format=csv,noheader,nounits | tr -d ' ')
+  if ((${#gpus[@]} == 0)); then
+    log "ERROR: the driver answers but lists no GPU"
+    return 1
+  fi
   for gpu in "${gpus[@]}"; do
     enable_mig_mode "$gpu"
     status=$?
