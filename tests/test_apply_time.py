@@ -8,6 +8,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from conftest import PROJECT_DIR
 from test_program import run_document, run_stack
@@ -42,17 +43,27 @@ def replacing_changes(old: RecordedResource, new: RecordedResource) -> set[str]:
     }
 
 
+@pytest.fixture(scope="module")
+def prod() -> ProgramRun:
+    return run_stack("prod")
+
+
+@pytest.fixture(scope="module")
+def staging() -> ProgramRun:
+    return run_stack("staging")
+
+
 def node_pools(run: ProgramRun) -> dict[str, RecordedResource]:
     return {r.urn: r for r in run.resources if r.type == NODE_POOL}
 
 
-def test_a_mig_layout_change_plans_the_replacement_of_the_pool(tmp_path: Path) -> None:
+def test_a_mig_layout_change_plans_the_replacement_of_the_pool(staging: ProgramRun, tmp_path: Path) -> None:
     document = yaml.safe_load((PROJECT_DIR / "Pulumi.staging.yaml").read_text())
     sharing = document["config"]["gpushare:pools"][0]["sharing"]
     assert sharing["migLayout"] == {"1g.12gb": 7}
     sharing["migLayout"] = {"1g.24gb": 4}
     sharing["layoutName"] = "all-1g.24gb"
-    before, after = node_pools(run_stack("staging")), node_pools(run_document(document, tmp_path, "staging"))
+    before, after = node_pools(staging), node_pools(run_document(document, tmp_path, "staging"))
     assert before.keys() == after.keys()  # same pool (same URN): an update or a replacement, not a rename
     [h20_urn] = [urn for urn in before if urn.endswith("::gpushare-h20-pool")]
     old, new = before[h20_urn], after[h20_urn]
@@ -67,20 +78,22 @@ def test_a_mig_layout_change_plans_the_replacement_of_the_pool(tmp_path: Path) -
     assert replacing_changes(before[l20_urn], after[l20_urn]) == set()
 
 
-def test_a_measurement_change_replaces_no_pool_and_protected_pools_refuse_replacement(tmp_path: Path) -> None:
+def test_a_measurement_change_replaces_no_pool_and_protected_pools_refuse_replacement(
+    prod: ProgramRun, tmp_path: Path
+) -> None:
     document = yaml.safe_load((PROJECT_DIR / "Pulumi.prod.yaml").read_text())
     document["config"]["gpushare:pools"][0]["sharing"]["measuredMiB"] = 3000
-    before, after = node_pools(run_stack("prod")), node_pools(run_document(document, tmp_path, "prod"))
+    before, after = node_pools(prod), node_pools(run_document(document, tmp_path, "prod"))
     assert all(replacing_changes(before[urn], after[urn]) == set() for urn in before)
     # Production pools are protected: the engine refuses any replacement it would plan.
     assert all(pool.protect and pool.replace_on_changes for pool in after.values())
 
 
-def test_an_instance_type_change_plans_a_replacement(tmp_path: Path) -> None:
+def test_an_instance_type_change_plans_a_replacement(staging: ProgramRun, tmp_path: Path) -> None:
     document = yaml.safe_load((PROJECT_DIR / "Pulumi.staging.yaml").read_text())
     h20 = document["config"]["gpushare:pools"][0]
     h20["instanceType"], h20["gpusPerNode"] = "PNV6.16XLARGE640", 4
-    before, after = node_pools(run_stack("staging")), node_pools(run_document(document, tmp_path, "staging"))
+    before, after = node_pools(staging), node_pools(run_document(document, tmp_path, "staging"))
     [urn] = [urn for urn in before if urn.endswith("::gpushare-h20-pool")]
     assert replacing_changes(before[urn], after[urn]) == {"autoScalingConfig.instanceType"}
 
@@ -90,8 +103,9 @@ def _patch_urn(run: ProgramRun) -> str:
     return patch.urn
 
 
-def test_every_plugin_workload_waits_for_the_patch_of_tkes_plugin() -> None:
-    prod, staging = run_stack("prod"), run_stack("staging")
+def test_every_plugin_workload_waits_for_the_patch_of_tkes_plugin(
+    prod: ProgramRun, staging: ProgramRun
+) -> None:
     daemonsets = [r for r in prod.resources if r.type == DAEMON_SET]
     assert [d.inputs["metadata"]["name"] for d in daemonsets] == ["nvidia-device-plugin-daemonset-l20"]
     assert all(_patch_urn(prod) in d.dependencies for d in daemonsets)

