@@ -148,7 +148,7 @@ def test_h20_instance_types_carry_their_gpu_count(stack_document: Any, write_sta
     doc = stack_document("staging")
     h20 = doc["config"]["gpushare:pools"][0]
     h20["instanceType"] = "PNV6.16XLARGE640"
-    del h20["gpusPerNode"]
+    h20.pop("gpusPerNode", None)
     assert load_stack_file(write_stack(doc, "ok")).pool("h20").gpus_per_node_effective == 4
     h20["gpusPerNode"] = 8
     assert _error(write_stack, doc) == (
