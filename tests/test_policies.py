@@ -66,6 +66,7 @@ REQUIRED_NAMES = {
     "one-device-plugin-per-node",
     "plugin-restarts-on-config-change",
     "mig-only-on-mig-capable-gpus",
+    "mig-driver-supported",
     "mig-time-slicing-needs-mixed",
     "helm-chart-pinned",
     "helm-plugin-schedulable",
@@ -78,7 +79,11 @@ ADVISORY_NAMES = {
     "mig-layout-underused",
     "cli-flag-overrides-config",
     "time-slicing-measurement-fresh",
+    "plugin-image-pinned",
 }
+# What the repo's stacks are expected to be advised about: placeholder measurement dates, and the tag-only
+# image of TKE's plugin (its digest is the cluster's to read, not ours to invent).
+EXPECTED_ADVISORIES = {"time-slicing-measurement-fresh", "plugin-image-pinned"}
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -446,8 +451,9 @@ def test_the_programs_resources_pass_every_mandatory_policy(
     use_stack(stack_name)
     found = all_messages(program(stack_name).resources)
     assert mandatory(found) == {}
-    # The seed's measurements date from 2025-06-01: only the age advisory speaks.
-    assert set(found) <= {"time-slicing-measurement-fresh"}
+    # The seed's measurements date from 2025-06-01, and TKE's plugin image is known by tag only: only
+    # those two advisories speak.
+    assert set(found) <= EXPECTED_ADVISORIES
 
 
 @pytest.mark.parametrize("stack_name", ["prod", "staging"])
@@ -481,7 +487,7 @@ def test_the_real_program_run_offline_passes_every_mandatory_policy(
     }
     found = all_messages(resources)
     assert mandatory(found) == {}
-    assert set(found) <= {"time-slicing-measurement-fresh"}
+    assert set(found) <= EXPECTED_ADVISORIES
 
 
 def _seed_scenarios() -> list[Any]:
@@ -953,6 +959,29 @@ def test_mig_layout_underused_reads_a_hand_edited_mig_parted_config(use_stack: C
     assert "mig-configs.all-1g.12gb[0] (pool h20): MIG layout 7x 1g.12gb yields 14" in message
 
 
+def test_a_mig_pool_must_not_ask_for_a_driver_too_old_for_mig(
+    staging: Program, use_stack: Callable[..., None]
+) -> None:
+    use_stack("staging")
+    h20, l20 = staging.get("gpushare-h20-pool"), staging.get("gpushare-l20-pool")
+    assert messages_of("mig-driver-supported", staging.resources) == []  # no driver chosen: TKE's default
+
+    def with_driver(pool: Res, version: str) -> Res:
+        changed = copy.deepcopy(pool)
+        changed.props["nodeConfig"]["gpuArgs"]["driver"] = {"version": version, "name": f"NVIDIA-{version}"}
+        return changed
+
+    # NVIDIA's floor for H20 MIG is 535.161.07: an earlier 535 release and an older branch are refused.
+    for too_old in ("535.104.05", "470.82.01", "525"):
+        (message,) = messages_of("mig-driver-supported", [with_driver(h20, too_old)])
+        assert f"driver {too_old} is too old for MIG on H20" in message and "535.161.07" in message
+    # The floor itself, newer ones, and a bare branch that may hold a good release pass.
+    for fine in ("535.161.07", "535.183.01", "550.54.15", "535"):
+        assert messages_of("mig-driver-supported", [with_driver(h20, fine)]) == []
+    # Without MIG the rule does not apply (L20 time-slicing on an old driver).
+    assert messages_of("mig-driver-supported", [with_driver(l20, "470.82.01")]) == []
+
+
 def test_mig_time_slicing_needs_the_mixed_strategy(staging: Program) -> None:
     release = staging.get("gpushare-device-plugin-release")
     assert messages_of("mig-time-slicing-needs-mixed", [release]) == []
@@ -1104,3 +1133,19 @@ def test_the_charts_default_key_must_exist(staging: Program, use_stack: Callable
     (unresolved,) = messages_of("config-key-exists", with_config(default=None))
     assert "no config.default and no fallback strategy (named, single) resolves" in unresolved
     assert messages_of("config-key-exists", with_config(default=None, fallbackStrategies=["empty"])) == []
+
+
+def test_tag_only_plugin_images_are_advised_and_digests_pass(prod: Program) -> None:
+    plugin = prod.get("gpushare-plugins-l20")
+    (message,) = messages_of("plugin-image-pinned", [plugin])
+    assert "sgccr.ccs.tencentyun.com/tkeimages/nvidia-device-plugin:v0.14.5 is named by tag only" in message
+    digest = "sha256:" + "0123456789abcdef" * 4  # 64 hex digits, as an OCI sha256 digest has
+    for image in (
+        f"sgccr.ccs.tencentyun.com/tkeimages/nvidia-device-plugin:v0.14.5@{digest}",
+        f"nvcr.io/nvidia/k8s-device-plugin@{digest}",
+    ):
+        pinned = copy.deepcopy(plugin)
+        pinned.props["spec"]["template"]["spec"]["containers"][0]["image"] = image
+        assert messages_of("plugin-image-pinned", [pinned]) == []
+    # TKE's DaemonSet patch sets no image: nothing of ours to pin.
+    assert messages_of("plugin-image-pinned", [prod.get("gpushare-managed-plugin-patch")]) == []
