@@ -473,3 +473,17 @@ def test_helms_own_warnings_come_back_as_lines_of_the_release(capfd: pytest.Capt
         "WARN returned non-bool value path=nfd.enabled chart=node-feature-discovery"
     ]
     assert capfd.readouterr().err == ""  # collected, not leaked past Python
+
+
+def test_the_scanner_gate_passes_over_chart_rendered_files(helm_stack: RenderResult) -> None:
+    from offline import scan
+
+    selection = scan.select(helm_stack.out_dir / "manifests")
+    (release,) = helm_stack.releases
+    chart_files = {f"{o.file_name}" for o in release.objects}
+    passed_over = {path.name: reason for path, reason in selection.passed_over}
+    assert chart_files <= set(passed_over)
+    assert {passed_over[f] for f in chart_files} == {
+        "rendered from a Helm chart: NVIDIA's object, not gpushare's"
+    }
+    assert not chart_files & {path.name for path in selection.scanned}
