@@ -64,8 +64,12 @@ class ChartRequest:
 
     @property
     def chart_name(self) -> str:
-        # `oci://registry/nvidia/gpu-operator` and `nvidia/gpu-operator` name the chart `gpu-operator`.
-        return self.chart.rstrip("/").rsplit("/", 1)[-1]
+        # `oci://registry/nvidia/gpu-operator` and `nvidia/gpu-operator` name the chart `gpu-operator`;
+        # an archive `.../nvidia-device-plugin-0.17.1.tgz` names `nvidia-device-plugin`.
+        name = self.chart.rstrip("/").rsplit("/", 1)[-1]
+        if name.endswith(".tgz"):
+            name = name.removesuffix(".tgz").removesuffix(f"-{self.version}")
+        return name
 
     def describe(self) -> str:
         return f"Helm release {self.release}: chart {self.chart_name} {self.version or '(no version)'}"

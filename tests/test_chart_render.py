@@ -378,6 +378,19 @@ def test_pinned_directories_match_name_and_exact_version_then_the_cache(tmp_path
         sources.locate(request(""))
 
 
+@pytest.mark.parametrize(
+    "chart",
+    [
+        "gpu-operator",
+        "nvidia/gpu-operator",
+        "oci://registry.example/nvidia/gpu-operator",
+        "https://charts.example/gpu-operator-v26.7.0.tgz",
+    ],
+)
+def test_the_chart_name_of_each_way_a_release_names_its_chart(chart: str) -> None:
+    assert ChartRequest("ns/op", chart, "v26.7.0", None).chart_name == "gpu-operator"
+
+
 def test_sources_from_the_command_line_then_the_environment(tmp_path: Path) -> None:
     environ = {
         "GPUSHARE_CHART_DIRS": os.pathsep.join(["/e1", "/e2"]),
