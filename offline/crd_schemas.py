@@ -10,6 +10,8 @@ the way the Kubernetes schemas of `offline.manifests` are:
   so a misspelt key would vanish instead of failing (an embedded resource keeps apiVersion/kind/metadata);
 - `nullable: true` admits null, as the API server does.
 `metadata` stays as the CRD gives it (`type: object`): the API server checks it apart from the schema.
+A null field the schema does not call `nullable` is dropped before validation, as the API server prunes
+it (a chart template's `mig:` with nothing under it is no field, not an error).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import jsonschema  # type: ignore[import-untyped]  # no stubs installed
 
 from offline.manifests import SchemaViolation, schema_violation
 
-__all__ = ["CRD_API_VERSION", "CRD_KIND", "CrdIndex", "CrdVersion", "strict_crd_schema"]
+__all__ = ["CRD_API_VERSION", "CRD_KIND", "CrdIndex", "CrdVersion", "pruned_nulls", "strict_crd_schema"]
 
 CRD_API_VERSION: Final = "apiextensions.k8s.io/v1"
 CRD_KIND: Final = "CustomResourceDefinition"
@@ -77,9 +79,32 @@ def strict_crd_schema(schema: Any) -> Any:
     return strict
 
 
+def pruned_nulls(value: Any, schema: Any) -> Any:
+    """`value` without the null object fields that `schema` does not mark `nullable: true` (a copy)."""
+    schema = schema if isinstance(schema, dict) else {}
+    if isinstance(value, dict):
+        properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+        others = schema.get("additionalProperties")
+        kept = {}
+        for key, item in value.items():
+            sub = properties.get(key, others if isinstance(others, dict) else {})
+            if item is None and not (isinstance(sub, dict) and sub.get("nullable") is True):
+                continue
+            kept[key] = pruned_nulls(item, sub)
+        return kept
+    if isinstance(value, list):
+        return [pruned_nulls(item, schema.get("items")) for item in value]
+    return value
+
+
+@functools.cache
+def _schema(version: CrdVersion) -> Any:
+    return json.loads(version.schema_json)
+
+
 @functools.cache
 def _validator(version: CrdVersion) -> Any:
-    return jsonschema.Draft4Validator(strict_crd_schema(json.loads(version.schema_json)))
+    return jsonschema.Draft4Validator(strict_crd_schema(_schema(version)))
 
 
 class CrdIndex:
@@ -127,7 +152,8 @@ class CrdIndex:
                 path="apiVersion",
                 message=f"{document.get('apiVersion')} {kind} is not served by its CRD (served: {served})",
             )
-        error = jsonschema.exceptions.best_match(_validator(version).iter_errors(dict(document)))
+        pruned = pruned_nulls(dict(document), _schema(version))
+        error = jsonschema.exceptions.best_match(_validator(version).iter_errors(pruned))
         if error is None:
             return None
         violation = schema_violation(file, error)

@@ -30,7 +30,7 @@ from offline.chart_render import (
     render_releases,
 )
 from offline.chart_sources import ChartRequest, ChartSourceError, ChartSources, FoundChart
-from offline.crd_schemas import CrdIndex, strict_crd_schema
+from offline.crd_schemas import CrdIndex, pruned_nulls, strict_crd_schema
 from offline.manifests import to_plain, validate_manifest
 from offline.mock_run import RecordedResource
 from offline.render import RenderResult
@@ -279,11 +279,31 @@ def test_the_crd_schema_refuses_each_mistake_alone(operator_render: RenderedRele
     violation = crds.validate(wrong_type, file="p.yaml")
     assert violation is not None and violation.path == "spec.devicePlugin.config.name"
 
+    # A null field is pruned by the API server unless the schema says `nullable`: no field, no error.
+    pruned = copy.deepcopy(valid)
+    pruned["spec"]["mig"] = None
+    assert crds.validate(pruned, file="p.yaml") is None
+    pruned["spec"]["driver"] = None  # ...but then a required field is missing
+    violation = crds.validate(pruned, file="p.yaml")
+    assert violation is not None and violation.message.startswith("'driver' is a required property")
+
     unserved = {**valid, "apiVersion": "nvidia.com/v2"}
     violation = crds.validate(unserved, file="p.yaml")
     assert violation is not None and violation.message == (
         "nvidia.com/v2 ClusterPolicy is not served by its CRD (served: nvidia.com/v1)"
     )
+
+
+def test_pruned_nulls_follow_the_schema() -> None:
+    schema = {
+        "properties": {
+            "keep": {"type": "string", "nullable": True},
+            "nested": {"properties": {"gone": {"type": "string"}}},
+            "list": {"items": {"properties": {"x": {"type": "string"}}}},
+        }
+    }
+    value = {"keep": None, "drop": None, "nested": {"gone": None, "other": 1}, "list": [{"x": None}, None]}
+    assert pruned_nulls(value, schema) == {"keep": None, "nested": {"other": 1}, "list": [{}, None]}
 
 
 def test_strict_crd_schema_keeps_preserved_embedded_and_nullable_fields_open() -> None:
@@ -310,6 +330,15 @@ def test_strict_crd_schema_keeps_preserved_embedded_and_nullable_fields_open() -
     assert strict["properties"]["map"]["additionalProperties"] == {"type": "string"}
     assert strict["properties"]["required"] == {"type": "string"}
     assert schema["properties"]["maybe"] == {"type": "string", "nullable": True}  # the input is untouched
+
+
+def test_an_empty_mig_strategy_renders_a_null_mig_that_the_api_server_prunes() -> None:
+    # The template writes `mig:` and, only for a non-empty strategy, `strategy:` under it.
+    release = helm_release_resource(*OPERATOR, operator_values(mig={"strategy": ""}))
+    (rendered,) = render_releases([release], pinned_sources(), SCHEMA)
+    policy = only(rendered.objects, "ClusterPolicy")
+    assert policy.document["spec"]["mig"] is None
+    assert policy.checked_against == "CRD clusterpolicies.nvidia.com v1 (strict)"
 
 
 def test_an_object_no_schema_knows_is_written_but_not_called_valid() -> None:
