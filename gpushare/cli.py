@@ -119,6 +119,13 @@ def _offline(module: str, function: str) -> Callable[[argparse.Namespace, TextIO
     return run
 
 
+def _verify(args: argparse.Namespace, out: TextIO) -> int:
+    # The kubernetes client is loaded only for verify.
+    from gpushare.verify import cmd_verify
+
+    return cmd_verify(args, out)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m gpushare", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -165,6 +172,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--policy-config", metavar="FILE", help="a --policy-pack-config JSON file")
     p.add_argument("--dir", default=str(PROJECT_DIR), help="the Pulumi project directory")
     p.set_defaults(run=_offline("offline.check", "cmd_check"))
+
+    p = sub.add_parser("verify", help="check the live cluster against the stack (read-only)")
+    p.add_argument("--stack", required=True)
+    p.add_argument("--kubeconfig", metavar="PATH", help="default: $KUBECONFIG, ~/.kube/config, in-cluster")
+    p.add_argument("--context", metavar="NAME", help="a context of the kubeconfig (default: its current one)")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--dir", default=str(PROJECT_DIR), help="where Pulumi.<stack>.yaml lives")
+    p.set_defaults(run=_verify)
     return parser
 
 
