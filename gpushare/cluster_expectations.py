@@ -68,10 +68,13 @@ class ManagedPluginExpectation:
     adopted: PluginConfigEntry | None = None
 
     @property
-    def node_selector(self) -> dict[str, str]:
+    def node_selector(self) -> dict[str, str] | None:
+        """The nodeSelector the patch set; None for an action that patches nothing."""
         if self.adopted is not None:
             return plugin_pod.node_selector(self.adopted.key)
-        return {kube_names.LABEL_PARKED: kube_names.PARKED_VALUE}
+        if self.action == "park":
+            return {kube_names.LABEL_PARKED: kube_names.PARKED_VALUE}
+        return None
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +60,9 @@ def api_client(kubeconfig: str | None, context: str | None) -> client.ApiClient:
             api = client.ApiClient(configuration)
     except (ConfigException, OSError, ValueError, TypeError) as err:
         where = kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
-        raise ClusterUnavailable(f"cannot load the kube config ({where}): {str(err).strip() or type(err).__name__}") from None
+        raise ClusterUnavailable(
+            f"cannot load the kube config ({where}): {str(err).strip() or type(err).__name__}"
+        ) from None
     # Fail fast on a dead endpoint instead of urllib3's retries with back-off.
     api.configuration.retries = 1
     return api
@@ -85,7 +88,12 @@ class _Reader:
         return plain
 
     def _call(
-        self, verb: str, resource: str, namespace: str | None, checks: tuple[str, ...], request: Callable[[], Any]
+        self,
+        verb: str,
+        resource: str,
+        namespace: str | None,
+        checks: tuple[str, ...],
+        request: Callable[[], Any],
     ) -> Any:
         """Run one request: its result, `NOT_FOUND` on 404, None when forbidden (403, recorded)."""
         try:
@@ -109,11 +117,17 @@ class _Reader:
         except urllib3.exceptions.HTTPError as err:
             reason = getattr(err, "reason", None) or err
             raise ClusterUnavailable(f"cannot reach the API server at {self.server}: {reason}") from None
+        except ValueError as err:
+            # The client's models reject an answer without required fields (not an API server's).
+            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            raise ClusterUnavailable(
+                f"{self.server}: {verb} {resource}: the answer is not a Kubernetes object the client accepts: {first}"
+            ) from None
 
     def list_all(
         self,
         resource: str,
-        namespace: str | None,
+        scope: str | None,
         checks: tuple[str, ...],
         request: Callable[..., Any],
         **kwargs: Any,
@@ -122,10 +136,10 @@ class _Reader:
         items: list[K8sObject] = []
         token: str | None = None
         while True:
-            page = dict(kwargs, limit=PAGE_SIZE, _request_timeout=REQUEST_TIMEOUT)
+            page: dict[str, Any] = dict(kwargs, limit=PAGE_SIZE, _request_timeout=REQUEST_TIMEOUT)
             if token:
                 page["_continue"] = token
-            response = self._call("list", resource, namespace, checks, lambda page=page: request(**page))
+            response = self._call("list", resource, scope, checks, partial(request, **page))
             if response is None:
                 return None
             if response is NOT_FOUND:
@@ -197,24 +211,43 @@ def read_snapshot(
             continue
         uid = str((daemonset.get("metadata") or {}).get("uid"))
         pods = reader.list_all(
-            "pods", ref.namespace, _PLUGIN_CHECKS, reader.core.list_namespaced_pod,
-            namespace=ref.namespace, label_selector=selector,
+            "pods",
+            ref.namespace,
+            _PLUGIN_CHECKS,
+            reader.core.list_namespaced_pod,
+            namespace=ref.namespace,
+            label_selector=selector,
         )
         daemonset_pods[ref] = tuple(p for p in pods or [] if _owned_by(p, uid))
 
-    pending = reader.list_all(
-        "pods", None, (GPU_PENDING_PODS, ROLLOUT_STUCK), reader.core.list_pod_for_all_namespaces,
-        field_selector="status.phase=Pending",
-    ) or []
-    events = reader.list_all(
-        "events", None, (f"{GPU_PENDING_PODS} from FailedScheduling events",), reader.core.list_event_for_all_namespaces, field_selector="reason=FailedScheduling"
-    ) or []
+    pending = (
+        reader.list_all(
+            "pods",
+            None,
+            (GPU_PENDING_PODS, ROLLOUT_STUCK),
+            reader.core.list_pod_for_all_namespaces,
+            field_selector="status.phase=Pending",
+        )
+        or []
+    )
+    events = (
+        reader.list_all(
+            "events",
+            None,
+            (f"{GPU_PENDING_PODS} from FailedScheduling events",),
+            reader.core.list_event_for_all_namespaces,
+            field_selector="reason=FailedScheduling",
+        )
+        or []
+    )
     for pod in pending:
         metadata = pod.get("metadata") or {}
         for owner in metadata.get("ownerReferences") or []:
             if owner.get("kind") not in _OWNER_KINDS:
                 continue
-            owner_object = fetch(ObjectRef(owner["kind"], metadata["namespace"], owner["name"]), (ROLLOUT_STUCK,))
+            owner_object = fetch(
+                ObjectRef(owner["kind"], metadata["namespace"], owner["name"]), (ROLLOUT_STUCK,)
+            )
             for grand in ((owner_object or {}).get("metadata") or {}).get("ownerReferences") or []:
                 if grand.get("kind") == "Deployment":
                     fetch(ObjectRef("Deployment", metadata["namespace"], grand["name"]), (ROLLOUT_STUCK,))

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from gpushare import kube_names, plugin_pod
 from gpushare.cluster_expectations import (
+    FALLBACK_KEY,
     HELM_CHECKSUM_ANNOTATION,
     LABEL_MIG_CONFIG_STATE,
     MIG_RESOURCE_PREFIX,
@@ -82,7 +83,12 @@ class Finding:
     message: str
 
     def as_json(self) -> dict[str, str]:
-        return {"check": self.check, "severity": self.severity, "object": self.object, "message": self.message}
+        return {
+            "check": self.check,
+            "severity": self.severity,
+            "object": self.object,
+            "message": self.message,
+        }
 
 
 @dataclass(frozen=True)
@@ -305,12 +311,17 @@ def _node_warnings(expected: ClusterExpectation, snapshot: ClusterSnapshot) -> I
                 f"labelled {kube_names.LABEL_POOL}={pool}, a pool stack {expected.stack} does not have",
             )
         elif pool is None and _is_gpu_node(node):
+            served = (
+                f"; the chart's config-manager serves it the fallback key `{FALLBACK_KEY}`"
+                if expected.mode == "helm"
+                else ""
+            )
             yield Finding(
                 NODE_IN_NO_POOL,
                 "warning",
                 f"node/{_name(node)}",
                 f"a GPU node in no gpushare pool (no {kube_names.LABEL_POOL} label): its GPUs are not "
-                "planned, and whatever plugin runs there is not checked",
+                f"planned, and whatever plugin runs there is not checked{served}",
             )
 
 
@@ -320,7 +331,9 @@ def _node_warnings(expected: ClusterExpectation, snapshot: ClusterSnapshot) -> I
 
 def _node_pools(snapshot: ClusterSnapshot) -> dict[str, str]:
     return {
-        _name(n): _labels(n)[kube_names.LABEL_POOL] for n in snapshot.nodes if kube_names.LABEL_POOL in _labels(n)
+        _name(n): _labels(n)[kube_names.LABEL_POOL]
+        for n in snapshot.nodes
+        if kube_names.LABEL_POOL in _labels(n)
     }
 
 
@@ -333,7 +346,10 @@ def _on(pod: K8sObject, node_pools: Mapping[str, str]) -> str:
 
 
 def _crashloop_findings(pod: K8sObject, node_pools: Mapping[str, str]) -> Iterator[Finding]:
-    statuses = [*(_dig(pod, "status", "initContainerStatuses") or []), *(_dig(pod, "status", "containerStatuses") or [])]
+    statuses = [
+        *(_dig(pod, "status", "initContainerStatuses") or []),
+        *(_dig(pod, "status", "containerStatuses") or []),
+    ]
     for status in statuses:
         waiting = _dig(status, "state", "waiting") or {}
         restarts = int(status.get("restartCount") or 0)
@@ -397,12 +413,12 @@ def _digest_findings(
                 "error",
                 _pod_ref(pod),
                 f"{_on(pod, node_pools)}: runs config digest {_short(have)}, key {workload.config_key} of the live "
-                f"ConfigMap {workload_config(config_map)} has {_short(wanted)}: the pod started before the "
+                f"ConfigMap {_where(config_map)} has {_short(wanted)}: the pod started before the "
                 f"last config change and still runs the old config (the plugin never re-reads it); {restart}",
             )
 
 
-def workload_config(config_map: K8sObject) -> str:
+def _where(config_map: K8sObject) -> str:
     return f"{_dig(config_map, 'metadata', 'namespace')}/{_name(config_map)}"
 
 
@@ -477,7 +493,7 @@ def _reverted_fields(expected: ClusterExpectation, daemonset: K8sObject) -> list
     node_selector = _dig(template, "spec", "nodeSelector") or {}
     reverted: list[str] = []
     wanted_selector = managed.node_selector
-    if any(node_selector.get(k) != v for k, v in wanted_selector.items()):
+    if wanted_selector is not None and any(node_selector.get(k) != v for k, v in wanted_selector.items()):
         reverted.append(
             f"nodeSelector (wants {_pairs(wanted_selector)}, has {_pairs(node_selector) or 'none'})"
         )
@@ -494,7 +510,9 @@ def _reverted_fields(expected: ClusterExpectation, daemonset: K8sObject) -> list
         return reverted
     args = list(container.get("args") or [])
     if args != plugin_pod.plugin_args(entry.key):
-        reverted.append(f"args (wants {' '.join(plugin_pod.plugin_args(entry.key))}, has {' '.join(args) or 'none'})")
+        reverted.append(
+            f"args (wants {' '.join(plugin_pod.plugin_args(entry.key))}, has {' '.join(args) or 'none'})"
+        )
     mounts = container.get("volumeMounts") or []
     if not any(
         m.get("name") == kube_names.CONFIG_VOLUME and m.get("mountPath") == kube_names.CONFIG_MOUNT_DIR
@@ -556,14 +574,20 @@ def _managed_findings(expected: ClusterExpectation, snapshot: ClusterSnapshot) -
 def _gpu_wait_reason(pod: K8sObject, events: Sequence[K8sObject]) -> str | None:
     for condition in _dig(pod, "status", "conditions") or []:
         message = condition.get("message") or ""
-        if condition.get("type") == "PodScheduled" and condition.get("status") == "False" and _INSUFFICIENT_GPU in message:
+        if (
+            condition.get("type") == "PodScheduled"
+            and condition.get("status") == "False"
+            and _INSUFFICIENT_GPU in message
+        ):
             return str(message)
     uid = _dig(pod, "metadata", "uid")
     namespace = _dig(pod, "metadata", "namespace")
     for event in sorted(events, key=lambda e: str(e.get("lastTimestamp") or ""), reverse=True):
         involved = event.get("involvedObject") or {}
-        same = involved.get("uid") == uid if involved.get("uid") else (
-            involved.get("name") == _name(pod) and involved.get("namespace") == namespace
+        same = (
+            involved.get("uid") == uid
+            if involved.get("uid")
+            else (involved.get("name") == _name(pod) and involved.get("namespace") == namespace)
         )
         if same and involved.get("kind") == "Pod" and _INSUFFICIENT_GPU in (event.get("message") or ""):
             return str(event.get("message"))
@@ -582,7 +606,9 @@ def gpu_pending_pods(snapshot: ClusterSnapshot) -> list[tuple[K8sObject, str]]:
     return found
 
 
-def _pending_findings(pending: Sequence[tuple[K8sObject, str]], snapshot: ClusterSnapshot) -> Iterator[Finding]:
+def _pending_findings(
+    pending: Sequence[tuple[K8sObject, str]], snapshot: ClusterSnapshot
+) -> Iterator[Finding]:
     for pod, reason in pending:
         waited = _since(snapshot, _dig(pod, "metadata", "creationTimestamp")) or "an unknown time"
         yield Finding(
@@ -616,11 +642,8 @@ def _deployment_stuck(
     deadline = progressing is not None and progressing.get("status") == "False"
     if not deadline and not (new_rs and old_pods_left):
         return None
-    since = (
-        progressing.get("lastUpdateTime") or progressing.get("lastTransitionTime")
-        if deadline and progressing
-        else _dig(replica_set, "metadata", "creationTimestamp")
-    )
+    # How long the rollout has been going: since its new ReplicaSet was created.
+    since = _dig(replica_set, "metadata", "creationTimestamp")
     ready = int(_dig(replica_set, "status", "readyReplicas") or 0)
     wanted = int(_dig(replica_set, "spec", "replicas") or 0)
     why = f" ({progressing.get('reason')})" if deadline and progressing else ""
@@ -642,7 +665,9 @@ def _statefulset_stuck(statefulset: K8sObject, pod: K8sObject) -> str | None:
     return None
 
 
-def _rollout_findings(pending: Sequence[tuple[K8sObject, str]], snapshot: ClusterSnapshot) -> Iterator[Finding]:
+def _rollout_findings(
+    pending: Sequence[tuple[K8sObject, str]], snapshot: ClusterSnapshot
+) -> Iterator[Finding]:
     seen: set[ObjectRef] = set()
     for pod, _ in pending:
         owner = _owner(pod, ("ReplicaSet", "StatefulSet"))

@@ -154,7 +154,7 @@ def field_selector_matches(selector: str, obj: Mapping[str, Any], kind: Kind) ->
             raise SelectorError(f"invalid field selector: {requirement!r}")
         path, op, value = match[1], match[2], match[3]
         if path not in kind.field_labels:
-            raise SelectorError(f'field label not supported: {path}')
+            raise SelectorError(f"field label not supported: {path}")
         if (op == "!=") == (_field(obj, path) == value):
             return False
     return True
@@ -224,7 +224,9 @@ class FakeApiServer:
         return path
 
     # -- state ---------------------------------------------------------------------------------
-    def load(self, objects: Iterable[Mapping[str, Any]], forbidden: Iterable[tuple[str, str | None]] = ()) -> None:
+    def load(
+        self, objects: Iterable[Mapping[str, Any]], forbidden: Iterable[tuple[str, str | None]] = ()
+    ) -> None:
         with self._lock:
             self._objects = {}
             for obj in objects:
@@ -241,7 +243,9 @@ class FakeApiServer:
         else:
             metadata.pop("namespace", None)
         namespace = metadata.get("namespace", "")
-        metadata.setdefault("uid", str(uuid.uuid5(uuid.NAMESPACE_URL, f"{kind.kind}/{namespace}/{metadata['name']}")))
+        metadata.setdefault(
+            "uid", str(uuid.uuid5(uuid.NAMESPACE_URL, f"{kind.kind}/{namespace}/{metadata['name']}"))
+        )
         self._resource_version += 1
         metadata.setdefault("resourceVersion", str(self._resource_version))
         metadata.setdefault("creationTimestamp", "2025-06-01T00:00:00Z")
@@ -324,16 +328,24 @@ class FakeApiServer:
                         {"name": name, "group": kind.group, "kind": kind.plural},
                     )
                 return 200, {"kind": kind.kind, **copy.deepcopy(obj)}
-            items = [o for (k, ns, _), o in sorted(self._objects.items()) if k == kind.kind and (not namespace or ns == namespace)]
+            items = [
+                o
+                for (k, ns, _), o in sorted(self._objects.items())
+                if k == kind.kind and (not namespace or ns == namespace)
+            ]
             version = str(self._resource_version)
         try:
             for selector in query.get("labelSelector", []):
-                items = [o for o in items if label_selector_matches(selector, o["metadata"].get("labels") or {})]
+                items = [
+                    o for o in items if label_selector_matches(selector, o["metadata"].get("labels") or {})
+                ]
             for selector in query.get("fieldSelector", []):
                 items = [o for o in items if field_selector_matches(selector, o, kind)]
         except SelectorError as err:
             return 400, status(400, "BadRequest", str(err))
-        listed = [{k: v for k, v in copy.deepcopy(o).items() if k not in ("kind", "apiVersion")} for o in items]
+        listed = [
+            {k: v for k, v in copy.deepcopy(o).items() if k not in ("kind", "apiVersion")} for o in items
+        ]
         return 200, {
             "kind": f"{kind.kind}List",
             "apiVersion": kind.group_version,
@@ -346,6 +358,8 @@ class FakeApiServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # Headers and body go out as two writes: without this, Nagle + delayed ACK add ~40 ms each.
+            disable_nagle_algorithm = True
 
             def _reply(self, code: int, body: dict[str, Any]) -> None:
                 data = json.dumps(body).encode()

@@ -24,7 +24,7 @@ from fake_apiserver import FakeApiServer, label_selector_matches
 from gpushare import cli, kube_names
 from gpushare.cluster_expectations import expected_cluster
 from gpushare.plugin_configs import config_checksum
-from gpushare.stack_config import load_stack_file
+from gpushare.stack_config import from_config_values, load_stack_file
 from gpushare.verify_checks import ClusterSnapshot, age, run_checks
 from offline.manifests import extract_helm_releases, extract_manifests
 from offline.render import NODE_POOL_TYPE, run_stack
@@ -225,21 +225,15 @@ def rendered(project_dir: Path, stack: str) -> tuple[list[Obj], dict[str, dict[s
     return manifests, labels, extract_helm_releases(run.resources)
 
 
-def prod_cluster(manifests: list[Obj], pool_labels: dict[str, dict[str, str]]) -> list[Obj]:
-    """The seed's cluster after gpushare: 8 nodes, L20 with 8 slots, T4 (TKE's adopted DaemonSet) with 3."""
-    objects: list[Obj] = []
-    patch = None
-    for manifest in manifests:
-        if manifest["kind"] == "DaemonSet" and "selector" not in manifest.get("spec", {}):
-            patch = manifest  # the server-side apply patch of TKE's DaemonSet
-            continue
-        if manifest["kind"] == "DaemonSet":
-            daemonset_status(with_uid("DaemonSet", manifest), 1)
-        objects.append(manifest)
-    assert patch is not None
-    tke_original = {
+def tke_daemonset(patch: Obj | None) -> Obj:
+    """TKE's own DaemonSet as the seed found it, with gpushare's server-side apply patch applied."""
+    original = {
         "kind": "DaemonSet",
-        "metadata": {"name": TKE_DS, "namespace": "kube-system", "labels": {"k8s-app": "nvidia-device-plugin"}},
+        "metadata": {
+            "name": TKE_DS,
+            "namespace": "kube-system",
+            "labels": {"k8s-app": "nvidia-device-plugin"},
+        },
         "spec": {
             "selector": {"matchLabels": {"name": "nvidia-device-plugin-ds"}},
             "template": {
@@ -257,12 +251,31 @@ def prod_cluster(manifests: list[Obj], pool_labels: dict[str, dict[str, str]]) -
                             ],
                         }
                     ],
-                    "volumes": [{"name": "device-plugin", "hostPath": {"path": "/var/lib/kubelet/device-plugins"}}],
+                    "volumes": [
+                        {"name": "device-plugin", "hostPath": {"path": "/var/lib/kubelet/device-plugins"}}
+                    ],
                 },
             },
         },
     }
-    tke = daemonset_status(with_uid("DaemonSet", merge_patch(tke_original, {"spec": patch["spec"]})), 1)
+    patched = merge_patch(original, {"spec": patch["spec"]}) if patch else original
+    return daemonset_status(with_uid("DaemonSet", patched), 1)
+
+
+def split_patch(manifests: list[Obj]) -> tuple[list[Obj], Obj | None]:
+    """The render's objects, and its patch of TKE's DaemonSet (a patch has no selector of its own)."""
+    patches = [m for m in manifests if m["kind"] == "DaemonSet" and "selector" not in m.get("spec", {})]
+    return [m for m in manifests if m not in patches], (patches[0] if patches else None)
+
+
+def prod_cluster(manifests: list[Obj], pool_labels: dict[str, dict[str, str]]) -> list[Obj]:
+    """The seed's cluster after gpushare: 8 nodes, L20 with 8 slots, T4 (TKE's adopted DaemonSet) with 3."""
+    objects, patch = split_patch(manifests)
+    assert patch is not None
+    for obj in objects:
+        if obj["kind"] == "DaemonSet":
+            daemonset_status(with_uid("DaemonSet", obj), 1)
+    tke = tke_daemonset(patch)
     objects.append(tke)
     l20 = next(o for o in objects if o["metadata"]["name"] == "nvidia-device-plugin-daemonset-l20")
     objects += [plugin_pod(l20, L20_NODE, "x7k2p"), plugin_pod(tke, T4_NODE, "q9w4m")]
@@ -389,14 +402,21 @@ def test_plugin_pod_running_an_older_config_digest(
     config_map["data"]["l20"] = config_map["data"]["l20"].replace("replicas: 8", "replicas: 2")
     assert "replicas: 2" in config_map["data"]["l20"]
     # ... and the DaemonSet's template was updated to the new digest, but the pod predates it.
-    find(prod, "DaemonSet", "nvidia-device-plugin-daemonset-l20")["spec"]["template"]["metadata"]["annotations"][
-        kube_names.ANNOTATION_CONFIG_SHA256
-    ] = config_checksum(config_map["data"]["l20"])
+    find(prod, "DaemonSet", "nvidia-device-plugin-daemonset-l20")["spec"]["template"]["metadata"][
+        "annotations"
+    ][kube_names.ANNOTATION_CONFIG_SHA256] = config_checksum(config_map["data"]["l20"])
     code, report = verify(server, kubeconfig, prod)
     assert code == 1
-    stale = [f for f in report["findings"] if f["object"] == "pod/kube-system/nvidia-device-plugin-daemonset-l20-x7k2p"]
+    stale = [
+        f
+        for f in report["findings"]
+        if f["object"] == "pod/kube-system/nvidia-device-plugin-daemonset-l20-x7k2p"
+    ]
     assert [f["check"] for f in stale] == ["plugin-config-current"]
-    assert old_digest[:12] in stale[0]["message"] and "started before the last config change" in stale[0]["message"]
+    assert (
+        old_digest[:12] in stale[0]["message"]
+        and "started before the last config change" in stale[0]["message"]
+    )
     assert "rollout restart daemonset/nvidia-device-plugin-daemonset-l20" in stale[0]["message"]
     # The hand edit itself differs from the plan too.
     drift = [f for f in report["findings"] if f["object"] == "configmap/kube-system/time-slicing-config"]
@@ -414,10 +434,18 @@ def test_tke_daemonset_reverted_to_its_original_args_and_node_selector(
     code, report = verify(server, kubeconfig, prod)
     assert code == 1
     assert "managed-plugin-drift" in checks(report)
-    drift = next(f for f in report["findings"] if f["object"] == "daemonset/kube-system/nvidia-device-plugin-daemonset")
+    drift = next(
+        f for f in report["findings"] if f["object"] == "daemonset/kube-system/nvidia-device-plugin-daemonset"
+    )
     assert drift["check"] == "managed-plugin-drift"
-    assert "args (wants --fail-on-init-error=false --pass-device-specs=true --config-file=/etc/nvidia/time-slicing-config/t4, has --mig-strategy=single" in drift["message"]
-    assert "nodeSelector (wants nvidia-device-enable=enable, nvidia.com/device-plugin.config=t4, has nvidia-device-enable=enable)" in drift["message"]
+    assert (
+        "args (wants --fail-on-init-error=false --pass-device-specs=true --config-file=/etc/nvidia/time-slicing-config/t4, has --mig-strategy=single"
+        in drift["message"]
+    )
+    assert (
+        "nodeSelector (wants nvidia-device-enable=enable, nvidia.com/device-plugin.config=t4, has nvidia-device-enable=enable)"
+        in drift["message"]
+    )
     assert "`pulumi up` re-applies" in drift["message"]
     # The volume and checksum survived this revert: they are not listed.
     assert "volume " not in drift["message"] and "annotation" not in drift["message"]
@@ -435,7 +463,13 @@ def test_tke_daemonset_fully_reverted_lists_every_field(
     spec["nodeSelector"] = {"nvidia-device-enable": "enable"}
     _, report = verify(server, kubeconfig, prod)
     message = finding(report, "managed-plugin-drift")["message"]
-    for field in ("nodeSelector", "args", "volumeMount time-slicing-config", "volume time-slicing-config", "annotation gpushare.io/config-sha256"):
+    for field in (
+        "nodeSelector",
+        "args",
+        "volumeMount time-slicing-config",
+        "volume time-slicing-config",
+        "annotation gpushare.io/config-sha256",
+    ):
         assert field in message
 
 
@@ -448,7 +482,9 @@ def test_plugin_crash_looping_on_a_directory_config_file(
     pod["status"]["containerStatuses"][0].update(
         ready=False,
         restartCount=7,
-        state={"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 5m0s restarting failed container"}},
+        state={
+            "waiting": {"reason": "CrashLoopBackOff", "message": "back-off 5m0s restarting failed container"}
+        },
         lastState={"terminated": {"exitCode": 1, "reason": "Error", "message": DIRECTORY_ERROR}},
     )
     code, report = verify(server, kubeconfig, prod)
@@ -465,7 +501,9 @@ def freeze_rollout(objects: list[Obj]) -> None:
     the two revision-2 pods keep running."""
     deployment = find(objects, "Deployment", "nlp-infer")
     deployment["metadata"]["annotations"]["deployment.kubernetes.io/revision"] = "3"
-    deployment["status"].update(replicas=3, updatedReplicas=1, readyReplicas=2, availableReplicas=2, unavailableReplicas=1)
+    deployment["status"].update(
+        replicas=3, updatedReplicas=1, readyReplicas=2, availableReplicas=2, unavailableReplicas=1
+    )
     deployment["status"]["conditions"][1] = {
         "type": "Progressing",
         "status": "False",
@@ -516,11 +554,16 @@ def test_deployment_frozen_behind_a_gpu_pending_pod(
     assert (code, checks(report)) == (1, ["gpu-pending-pods", "rollout-stuck"])
     pending = finding(report, "gpu-pending-pods")
     assert pending["object"] == "pod/nlp/nlp-infer-5f6d8b-mz2kq"
-    assert pending["message"].startswith("Pending for 28d 3h: 0/8 nodes are available: 8 Insufficient nvidia.com/gpu.")
+    assert pending["message"].startswith(
+        "Pending for 28d 3h: 0/8 nodes are available: 8 Insufficient nvidia.com/gpu."
+    )
     stuck = finding(report, "rollout-stuck")
     assert stuck["object"] == "deployment/nlp/nlp-infer"
-    assert "revision 3 has not progressed for 27d 23h (ProgressDeadlineExceeded)" in stuck["message"]
-    assert "nlp-infer-5f6d8b has 0/1 ready" in stuck["message"] and "2 old pod(s) keep running" in stuck["message"]
+    assert "revision 3 has not progressed for 28d 3h (ProgressDeadlineExceeded)" in stuck["message"]
+    assert (
+        "nlp-infer-5f6d8b has 0/1 ready" in stuck["message"]
+        and "2 old pod(s) keep running" in stuck["message"]
+    )
 
 
 def test_pending_pod_found_through_failed_scheduling_events_only(
@@ -530,7 +573,11 @@ def test_pending_pod_found_through_failed_scheduling_events_only(
     message: the FailedScheduling event and the new ReplicaSet with old pods still running tell."""
     freeze_rollout(prod)
     deployment = find(prod, "Deployment", "nlp-infer")
-    deployment["status"]["conditions"][1] = {"type": "Progressing", "status": "True", "reason": "ReplicaSetUpdated"}
+    deployment["status"]["conditions"][1] = {
+        "type": "Progressing",
+        "status": "True",
+        "reason": "ReplicaSetUpdated",
+    }
     pod = find(prod, "Pod", "nlp-infer-5f6d8b-mz2kq")
     pod["status"]["conditions"][0].pop("message")
     prod.append(
@@ -547,7 +594,8 @@ def test_pending_pod_found_through_failed_scheduling_events_only(
     )
     code, report = verify(server, kubeconfig, prod)
     assert (code, checks(report)) == (1, ["gpu-pending-pods", "rollout-stuck"])
-    assert "28d 3h" in finding(report, "rollout-stuck")["message"]  # since the new ReplicaSet was created
+    stuck = finding(report, "rollout-stuck")["message"]
+    assert "has not progressed for 28d 3h:" in stuck  # since the new ReplicaSet was created
 
 
 def test_pool_node_without_its_config_label(server: FakeApiServer, kubeconfig: Path, prod: list[Obj]) -> None:
@@ -567,7 +615,12 @@ def test_warnings_alone_exit_0(server: FakeApiServer, kubeconfig: Path, prod: li
     # A GPU node outside every pool (the seed's H20 node before its pool existed).
     prod.append(node("10.0.1.20", {"nvidia-device-enable": "enable"}, {"nvidia.com/gpu": "1"}))
     code, report = verify(server, kubeconfig, prod)
-    assert (code, report["ok"], checks(report), checks(report, "warning")) == (0, True, [], ["node-in-no-pool"])
+    assert (code, report["ok"], checks(report), checks(report, "warning")) == (
+        0,
+        True,
+        [],
+        ["node-in-no-pool"],
+    )
 
 
 def test_pool_without_nodes_is_a_warning(server: FakeApiServer, kubeconfig: Path, prod: list[Obj]) -> None:
@@ -582,17 +635,28 @@ def test_pool_without_nodes_is_a_warning(server: FakeApiServer, kubeconfig: Path
 def test_forbidden_kind_is_a_warning_naming_the_permission(
     server: FakeApiServer, kubeconfig: Path, prod: list[Obj]
 ) -> None:
-    code, report = verify(server, kubeconfig, prod, forbidden=(("events", None), ("daemonsets", "kube-system")))
+    code, report = verify(
+        server, kubeconfig, prod, forbidden=(("events", None), ("daemonsets", "kube-system"))
+    )
     assert (code, checks(report)) == (0, [])
     messages = {f["object"]: f["message"] for f in report["findings"] if f["check"] == "permission"}
     assert set(messages) == {"events", "daemonsets.apps"}
     assert messages["events"].startswith("missing permission: list events at cluster scope")
-    assert messages["daemonsets.apps"].startswith("missing permission: get daemonsets.apps in namespace kube-system")
-    assert "not checked: plugin-config-current, plugin-crashloop, managed-plugin-drift" in messages["daemonsets.apps"]
+    assert messages["daemonsets.apps"].startswith(
+        "missing permission: get daemonsets.apps in namespace kube-system"
+    )
+    assert (
+        "not checked: plugin-config-current, plugin-crashloop, managed-plugin-drift"
+        in messages["daemonsets.apps"]
+    )
 
 
 def test_cannot_check_exits_2_with_one_line(
-    server: FakeApiServer, kubeconfig: Path, prod: list[Obj], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    server: FakeApiServer,
+    kubeconfig: Path,
+    prod: list[Obj],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     def run(*args: str) -> tuple[int, str]:
         code = cli.main(["verify", *args], out=io.StringIO())
@@ -609,7 +673,11 @@ def test_cannot_check_exits_2_with_one_line(
     assert code == 2 and err.count("\n") == 1 and "cannot reach the API server at http://127.0.0.1:" in err
 
     code, err = run("--stack", "prod", "--kubeconfig", str(tmp_path / "missing"))
-    assert code == 2 and err.count("\n") == 1 and err.startswith("verify: cannot check: cannot load the kube config")
+    assert (
+        code == 2
+        and err.count("\n") == 1
+        and err.startswith("verify: cannot check: cannot load the kube config")
+    )
 
     code, err = run("--stack", "nosuch", "--kubeconfig", str(kubeconfig))
     assert code == 2 and err.count("\n") == 1 and "Pulumi.nosuch.yaml: no such stack file" in err
@@ -645,7 +713,9 @@ def mig_project(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Ob
     project = tmp_path_factory.mktemp("mig-project")
     for name in ("Pulumi.yaml", "__main__.py"):
         shutil.copy(PROJECT_DIR / name, project / name)
-    shutil.copytree(PROJECT_DIR / "components", project / "components", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        PROJECT_DIR / "components", project / "components", ignore=shutil.ignore_patterns("__pycache__")
+    )
     (project / "Pulumi.verifymig.yaml").write_text(MIG_STACK)
     manifests, labels, releases = rendered(project, "verifymig")
     (release,) = releases
@@ -657,7 +727,10 @@ def mig_project(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Ob
         "metadata": {"name": "nvidia-device-plugin-configs", "namespace": namespace},
         "data": dict(release.values["config"]["map"]),
     }
-    selector = {"app.kubernetes.io/name": "nvidia-device-plugin", "app.kubernetes.io/instance": "nvidia-device-plugin"}
+    selector = {
+        "app.kubernetes.io/name": "nvidia-device-plugin",
+        "app.kubernetes.io/instance": "nvidia-device-plugin",
+    }
     daemonset = daemonset_status(
         with_uid(
             "DaemonSet",
@@ -668,7 +741,14 @@ def mig_project(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Ob
                     "selector": {"matchLabels": selector},
                     "template": {
                         "metadata": {"labels": selector, "annotations": {"checksum/config": CHART_CHECKSUM}},
-                        "spec": {"containers": [{"name": "nvidia-device-plugin-ctr", "image": "nvcr.io/nvidia/k8s-device-plugin:v0.17.1"}]},
+                        "spec": {
+                            "containers": [
+                                {
+                                    "name": "nvidia-device-plugin-ctr",
+                                    "image": "nvcr.io/nvidia/k8s-device-plugin:v0.17.1",
+                                }
+                            ]
+                        },
                     },
                 },
             },
@@ -681,7 +761,9 @@ def mig_project(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Ob
         {**labels["gpushare-h20"], "nvidia.com/mig.config.state": "success"},
         {"nvidia.com/mig-1g.12gb": "14"},
     )
-    objects = [*manifests, config_map, daemonset, plugin_pod(daemonset, H20_NODE, "h7v3n"), h20]
+    objects, patch = split_patch(manifests)
+    # TKE's DaemonSet parked by the patch: no node carries its nodeSelector, so it has no pods.
+    objects += [config_map, daemonset, plugin_pod(daemonset, H20_NODE, "h7v3n"), h20, tke_daemonset(patch)]
     return project, objects
 
 
@@ -691,10 +773,14 @@ def test_helm_mig_cluster_conforms(
     project, objects = mig_project
     code, report = verify(server, kubeconfig, copy.deepcopy(objects), stack="verifymig", project_dir=project)
     assert (code, report["findings"]) == (0, [])
-    assert report["pools"] == [{"name": "h20", "nodes": [{"name": H20_NODE, "expectedSlots": 14, "allocatable": 14}]}]
+    assert report["pools"] == [
+        {"name": "h20", "nodes": [{"name": H20_NODE, "expectedSlots": 14, "allocatable": 14}]}
+    ]
 
 
-def test_mig_node_in_failed_state(server: FakeApiServer, kubeconfig: Path, mig_project: tuple[Path, list[Obj]]) -> None:
+def test_mig_node_in_failed_state(
+    server: FakeApiServer, kubeconfig: Path, mig_project: tuple[Path, list[Obj]]
+) -> None:
     project, objects = mig_project
     objects = copy.deepcopy(objects)
     labels = find(objects, "Node", H20_NODE)["metadata"]["labels"]
@@ -705,15 +791,22 @@ def test_mig_node_in_failed_state(server: FakeApiServer, kubeconfig: Path, mig_p
     assert "nvidia.com/mig.config.state=failed for nvidia.com/mig.config=all-1g.12gb" in message
 
 
-def test_mig_node_with_another_partition(server: FakeApiServer, kubeconfig: Path, mig_project: tuple[Path, list[Obj]]) -> None:
+def test_mig_node_with_another_partition(
+    server: FakeApiServer, kubeconfig: Path, mig_project: tuple[Path, list[Obj]]
+) -> None:
     project, objects = mig_project
     objects = copy.deepcopy(objects)
     # The GPU came up as 1 x 3g.48gb + 4 x 1g.12gb (4 x 2 = 8 slots) instead of the layout.
-    find(objects, "Node", H20_NODE)["status"]["allocatable"].update({"nvidia.com/mig-1g.12gb": "8", "nvidia.com/mig-3g.48gb": "1"})
+    find(objects, "Node", H20_NODE)["status"]["allocatable"].update(
+        {"nvidia.com/mig-1g.12gb": "8", "nvidia.com/mig-3g.48gb": "1"}
+    )
     code, report = verify(server, kubeconfig, objects, stack="verifymig", project_dir=project)
     assert (code, checks(report)) == (1, ["mig-config-state", "slots-allocatable"])
     assert "advertises nvidia.com/mig-3g.48gb" in finding(report, "mig-config-state")["message"]
-    assert "is 8, the plan gives 14 (7 instances x 2 replicas x 1 GPU(s))" in finding(report, "slots-allocatable")["message"]
+    assert (
+        "is 8, the plan gives 14 (7 instances x 2 replicas x 1 GPU(s))"
+        in finding(report, "slots-allocatable")["message"]
+    )
 
 
 def test_helm_plugin_pod_with_an_older_chart_checksum(
@@ -721,10 +814,15 @@ def test_helm_plugin_pod_with_an_older_chart_checksum(
 ) -> None:
     project, objects = mig_project
     objects = copy.deepcopy(objects)
-    find(objects, "Pod", "nvidia-device-plugin-h7v3n")["metadata"]["annotations"]["checksum/config"] = "0" * 64
+    find(objects, "Pod", "nvidia-device-plugin-h7v3n")["metadata"]["annotations"]["checksum/config"] = (
+        "0" * 64
+    )
     code, report = verify(server, kubeconfig, objects, stack="verifymig", project_dir=project)
     assert (code, checks(report)) == (1, ["plugin-config-current"])
-    assert "checksum/config 000000000000, the DaemonSet's template has 5d0c2e1f5d0c" in report["findings"][0]["message"]
+    assert (
+        "checksum/config 000000000000, the DaemonSet's template has 5d0c2e1f5d0c"
+        in report["findings"][0]["message"]
+    )
 
 
 def test_parked_tke_plugin_running_on_a_pool_node(
@@ -732,31 +830,16 @@ def test_parked_tke_plugin_running_on_a_pool_node(
 ) -> None:
     project, objects = mig_project
     objects = copy.deepcopy(objects)
-    tke = daemonset_status(
-        with_uid(
-            "DaemonSet",
-            {
-                "kind": "DaemonSet",
-                "metadata": {"name": TKE_DS, "namespace": "kube-system"},
-                "spec": {
-                    "selector": {"matchLabels": {"name": "nvidia-device-plugin-ds"}},
-                    "template": {
-                        "metadata": {"labels": {"name": "nvidia-device-plugin-ds"}},
-                        "spec": {
-                            "nodeSelector": {"nvidia-device-enable": "enable"},
-                            "containers": [{"name": "nvidia-device-plugin-ctr", "args": list(TKE_ORIGINAL_ARGS)}],
-                        },
-                    },
-                },
-            },
-        ),
-        1,
-    )
+    # TKE reconciled its DaemonSet back to the original: it schedules onto the H20 node again.
+    objects = [o for o in objects if o["metadata"]["name"] != TKE_DS]
+    tke = tke_daemonset(None)
     objects += [tke, plugin_pod(tke, H20_NODE, "b2c4d")]
     code, report = verify(server, kubeconfig, objects, stack="verifymig", project_dir=project)
     assert (code, checks(report)) == (1, ["managed-plugin-drift", "managed-plugin-drift"])
     messages = " | ".join(f["message"] for f in report["findings"])
-    assert "nodeSelector (wants gpushare.io/managed-plugin=parked, has nvidia-device-enable=enable)" in messages
+    assert (
+        "nodeSelector (wants gpushare.io/managed-plugin=parked, has nvidia-device-enable=enable)" in messages
+    )
     assert f"TKE's device plugin runs on node {H20_NODE} of pool h20" in messages
 
 
@@ -809,9 +892,15 @@ def test_fake_refuses_writes_and_answers_like_an_api_server(
     server.load(prod)
     api = config.new_client_from_config(config_file=str(kubeconfig))
     core = client.CoreV1Api(api)
-    assert [n.metadata.name for n in core.list_node(label_selector="gpushare.io/pool").items] == [L20_NODE, T4_NODE]
+    assert [n.metadata.name for n in core.list_node(label_selector="gpushare.io/pool").items] == [
+        L20_NODE,
+        T4_NODE,
+    ]
     pods = core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={T4_NODE},status.phase=Running")
-    assert sorted(p.metadata.name for p in pods.items) == ["nlp-infer-7d4b9c-1", "nvidia-device-plugin-daemonset-q9w4m"]
+    assert sorted(p.metadata.name for p in pods.items) == [
+        "nlp-infer-7d4b9c-1",
+        "nvidia-device-plugin-daemonset-q9w4m",
+    ]
     with pytest.raises(ApiException) as bad_field:
         core.list_namespaced_pod("kube-system", field_selector="spec.priority=1")
     assert bad_field.value.status == 400
@@ -826,8 +915,12 @@ def test_fake_refuses_writes_and_answers_like_an_api_server(
     api.close()
 
 
-@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not on PATH (only a sanity check of the fake)")
-def test_kubectl_sees_the_same_nodes(server: FakeApiServer, kubeconfig: Path, prod: list[Obj], tmp_path: Path) -> None:
+@pytest.mark.skipif(
+    shutil.which("kubectl") is None, reason="kubectl is not on PATH (only a sanity check of the fake)"
+)
+def test_kubectl_sees_the_same_nodes(
+    server: FakeApiServer, kubeconfig: Path, prod: list[Obj], tmp_path: Path
+) -> None:
     server.load(prod)
     columns = r"NAME:.metadata.name,GPU-ALLOC:.status.allocatable.nvidia\.com/gpu"  # the seed's check
     result = subprocess.run(
@@ -844,3 +937,89 @@ def test_kubectl_sees_the_same_nodes(server: FakeApiServer, kubeconfig: Path, pr
     assert len(rows) == 9
     assert server.writes == []
 
+
+# --------------------------------------------------------------------------------------------------
+# What each pool's nodes should advertise, for the shapes the seed did not have
+
+
+def one_pool_stack(pool: dict[str, Any], mode: str = "daemonsets") -> Any:
+    return from_config_values(
+        {
+            "gpushare:cluster": {
+                "id": "cls-a1",
+                "vpcId": "vpc-a1",
+                "subnetIds": ["subnet-a1"],
+                "kubernetesVersion": "1.30",
+            },
+            "gpushare:sharing": {"devicePlugin": {"mode": mode}},
+            "gpushare:pools": [{"name": "p", "nodes": {"min": 1, "max": 1, "desired": 1}, **pool}],
+        },
+        stack="shapes",
+        source="Pulumi.shapes.yaml",
+    )
+
+
+@pytest.mark.parametrize(
+    ("pool", "resources"),
+    [
+        # 4 L20 per node, floor(0.9 x 46068 / 4621) = 8 replicas each: 32.
+        (
+            {
+                "gpu": "L20",
+                "instanceType": "X.L20x4",
+                "gpusPerNode": 4,
+                "sharing": {"mode": "time-slicing", "measuredMiB": 4621},
+            },
+            {"nvidia.com/gpu": 32},
+        ),
+        # floor(0.9 x 15360 / 9000) = floor(1.54) = 1: sharing off, one slot per GPU.
+        (
+            {
+                "gpu": "T4",
+                "instanceType": "GN7.2XLARGE32",
+                "sharing": {"mode": "time-slicing", "measuredMiB": 9000},
+            },
+            {"nvidia.com/gpu": 1},
+        ),
+        (
+            {"gpu": "L20", "instanceType": "X.L20x2", "gpusPerNode": 2, "sharing": {"mode": "exclusive"}},
+            {"nvidia.com/gpu": 2},
+        ),
+        # MIG single (one profile, not time-sliced): each instance is an nvidia.com/gpu.
+        (
+            {
+                "gpu": "H20",
+                "instanceType": "X.H20",
+                "gpusPerNode": 1,
+                "sharing": {"mode": "mig", "migLayout": {"1g.12gb": 7}},
+            },
+            {"nvidia.com/gpu": 7},
+        ),
+        # MIG mixed, two H20 per node: 4 x 1g.12gb and 1 x 2g.24gb per GPU.
+        (
+            {
+                "gpu": "H20",
+                "instanceType": "X.H20x2",
+                "gpusPerNode": 2,
+                "sharing": {"mode": "mig", "migLayout": {"1g.12gb": 4, "2g.24gb": 1}},
+            },
+            {"nvidia.com/mig-1g.12gb": 8, "nvidia.com/mig-2g.24gb": 2},
+        ),
+    ],
+)
+def test_per_node_resources(pool: dict[str, Any], resources: dict[str, int]) -> None:
+    (expected,) = expected_cluster(one_pool_stack(pool)).pools
+    assert expected.per_node_resources == resources
+
+
+def test_helm_gpu_node_outside_the_pools_runs_on_the_fallback_key() -> None:
+    stack = one_pool_stack(
+        {"gpu": "L20", "instanceType": "X.L20", "gpusPerNode": 1, "sharing": {"mode": "exclusive"}}, "helm"
+    )
+    stray = node("10.0.9.9", {}, {"nvidia.com/gpu": "1"})
+    report = run_checks(expected_cluster(stack), ClusterSnapshot(now=NOW, nodes=(stray,)))
+    assert [(f.check, f.severity) for f in report.findings] == [
+        ("node-in-no-pool", "warning"),
+        ("pool-without-nodes", "warning"),
+    ]
+    assert "serves it the fallback key `any`" in report.findings[0].message
