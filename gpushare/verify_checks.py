@@ -648,10 +648,11 @@ def _deployment_stuck(
     wanted = int(_dig(replica_set, "spec", "replicas") or 0)
     why = f" ({progressing.get('reason')})" if deadline and progressing else ""
     frozen = _since(snapshot, since)
+    old = int(status.get("replicas") or 0) - int(status.get("updatedReplicas") or 0)
     return (
         f"rollout to revision {revision or '?'} has not progressed{f' for {frozen}' if frozen else ''}{why}: "
-        f"ReplicaSet {_name(replica_set)} has {ready}/{wanted} ready, its pod {_name(pod)} waits for a GPU, "
-        f"and {int(status.get('replicas') or 0) - int(status.get('updatedReplicas') or 0)} old pod(s) keep running"
+        f"ReplicaSet {_name(replica_set)} has {ready}/{wanted} ready, its pod {_name(pod)} waits for a GPU"
+        + (f", and {old} old pod(s) keep running" if old > 0 else "")
     )
 
 

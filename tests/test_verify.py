@@ -22,7 +22,7 @@ from conftest import PROJECT_DIR
 from fake_apiserver import FakeApiServer, label_selector_matches
 
 from gpushare import cli, kube_names
-from gpushare.cluster_expectations import expected_cluster
+from gpushare.cluster_expectations import ObjectRef, expected_cluster
 from gpushare.plugin_configs import config_checksum
 from gpushare.stack_config import from_config_values, load_stack_file
 from gpushare.verify_checks import ClusterSnapshot, age, run_checks
@@ -1023,3 +1023,56 @@ def test_helm_gpu_node_outside_the_pools_runs_on_the_fallback_key() -> None:
         ("pool-without-nodes", "warning"),
     ]
     assert "serves it the fallback key `any`" in report.findings[0].message
+
+
+def test_missing_plugin_daemonset(server: FakeApiServer, kubeconfig: Path, prod: list[Obj]) -> None:
+    prod = [o for o in prod if not o["metadata"]["name"].startswith("nvidia-device-plugin-daemonset-l20")]
+    code, report = verify(server, kubeconfig, prod)
+    assert (code, checks(report)) == (1, ["plugin-config-current"])
+    found = finding(report, "plugin-config-current")
+    assert found["object"] == "daemonset/kube-system/nvidia-device-plugin-daemonset-l20"
+    assert found["message"].startswith("not found: pool(s) l20 have no device plugin")
+
+
+def test_statefulset_update_frozen_behind_a_gpu_pending_pod() -> None:
+    stack = load_stack_file(PROJECT_DIR / "Pulumi.prod.yaml", "prod")
+    expected = expected_cluster(stack)
+    statefulset = {
+        "kind": "StatefulSet",
+        "metadata": {"name": "asr", "namespace": "speech"},
+        "spec": {"replicas": 2},
+        "status": {"currentRevision": "asr-6b9f", "updateRevision": "asr-7c4d", "updatedReplicas": 0},
+    }
+    pod = {
+        "metadata": {
+            "name": "asr-1",
+            "namespace": "speech",
+            "uid": "u1",
+            "creationTimestamp": stamp(timedelta(hours=5, minutes=2)),
+            "ownerReferences": [{"kind": "StatefulSet", "name": "asr", "controller": True}],
+        },
+        "status": {
+            "phase": "Pending",
+            "conditions": [
+                {
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "reason": "Unschedulable",
+                    "message": SCHEDULER_MESSAGE,
+                }
+            ],
+        },
+    }
+    snapshot = ClusterSnapshot(
+        now=NOW,
+        nodes=(),
+        objects={ObjectRef("StatefulSet", "speech", "asr"): statefulset},
+        pending_pods=(pod,),
+    )
+    report = run_checks(expected, snapshot)
+    assert [(f.check, f.object) for f in report.errors] == [
+        ("gpu-pending-pods", "pod/speech/asr-1"),
+        ("rollout-stuck", "statefulset/speech/asr"),
+    ]
+    assert report.errors[0].message.startswith("Pending for 5h 2m:")
+    assert "rolling update to asr-7c4d has not finished" in report.errors[1].message
