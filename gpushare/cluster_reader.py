@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import urllib3
+import yaml
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
@@ -43,6 +44,10 @@ _OWNER_KINDS = ("ReplicaSet", "Deployment", "StatefulSet")
 NOT_FOUND = object()
 
 
+def _one_line(err: BaseException) -> str:
+    return " ".join(str(err).split()) or type(err).__name__
+
+
 class ClusterUnavailable(GpushareError):
     """The cluster cannot be checked at all: no kubeconfig, no answer, bad credentials, no nodes access."""
 
@@ -58,11 +63,11 @@ def api_client(kubeconfig: str | None, context: str | None) -> client.ApiClient:
             configuration = client.Configuration()
             config.load_incluster_config(client_configuration=configuration)
             api = client.ApiClient(configuration)
-    except (ConfigException, OSError, ValueError, TypeError) as err:
+    # What the client's loader raises for a missing, unreadable or malformed kubeconfig (it does not wrap
+    # YAML errors, nor a document of the wrong shape).
+    except (ConfigException, OSError, ValueError, TypeError, KeyError, AttributeError, yaml.YAMLError) as err:
         where = kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
-        raise ClusterUnavailable(
-            f"cannot load the kube config ({where}): {str(err).strip() or type(err).__name__}"
-        ) from None
+        raise ClusterUnavailable(f"cannot load the kube config ({where}): {_one_line(err)}") from None
     # Fail fast on a dead endpoint instead of urllib3's retries with back-off.
     api.configuration.retries = 1
     return api
@@ -117,11 +122,13 @@ class _Reader:
         except urllib3.exceptions.HTTPError as err:
             reason = getattr(err, "reason", None) or err
             raise ClusterUnavailable(f"cannot reach the API server at {self.server}: {reason}") from None
+        except ConfigException as err:  # credentials refreshed per request (exec plugins, tokens)
+            raise ClusterUnavailable(f"{self.server}: credentials: {_one_line(err)}") from None
         except ValueError as err:
             # The client's models reject an answer without required fields (not an API server's).
-            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
             raise ClusterUnavailable(
-                f"{self.server}: {verb} {resource}: the answer is not a Kubernetes object the client accepts: {first}"
+                f"{self.server}: {verb} {resource}: the answer is not a Kubernetes object the client accepts: "
+                f"{_one_line(err)[:300]}"
             ) from None
 
     def list_all(

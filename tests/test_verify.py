@@ -679,6 +679,13 @@ def test_cannot_check_exits_2_with_one_line(
         and err.startswith("verify: cannot check: cannot load the kube config")
     )
 
+    (tmp_path / "garbage").write_text("clusters: [")
+    code, err = run("--stack", "prod", "--kubeconfig", str(tmp_path / "garbage"))
+    assert code == 2 and err.count("\n") == 1 and "cannot load the kube config" in err
+
+    code, err = run("--stack", "prod", "--kubeconfig", str(kubeconfig), "--context", "nope")
+    assert code == 2 and err.count("\n") == 1 and "nope" in err
+
     code, err = run("--stack", "nosuch", "--kubeconfig", str(kubeconfig))
     assert code == 2 and err.count("\n") == 1 and "Pulumi.nosuch.yaml: no such stack file" in err
     assert "Traceback" not in err
