@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import io
 import json
+import re
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from conftest import PROJECT_DIR
 from fake_apiserver import FakeApiServer, label_selector_matches
 
@@ -1083,3 +1085,39 @@ def test_statefulset_update_frozen_behind_a_gpu_pending_pod() -> None:
     ]
     assert report.errors[0].message.startswith("Pending for 5h 2m:")
     assert "rolling update to asr-7c4d has not finished" in report.errors[1].message
+
+
+def test_the_readme_cluster_role_allows_every_request_verify_sends(
+    server: FakeApiServer, kubeconfig: Path, prod: list[Obj]
+) -> None:
+    readme = (PROJECT_DIR / "README.md").read_text()
+    block = readme.split("kind: ClusterRole\n", 1)[1].split("```", 1)[0]
+    role = yaml.safe_load("kind: ClusterRole\n" + block)
+    allowed = {
+        (verb, group, resource)
+        for rule in role["rules"]
+        for verb in rule["verbs"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+    }
+    assert not any(verb in {"create", "update", "patch", "delete", "*"} for verb, _, _ in allowed)
+    freeze_rollout(prod)  # so that the owners of a pending pod are read too
+    verify(server, kubeconfig, prod)
+    sent = set()
+    for _, path in server.requests:
+        match = re.match(
+            r"^/(?:api/v1|apis/(?P<group>[a-z.]+)/v1)(?:/namespaces/[^/]+)?/(?P<plural>[a-z]+)(?P<name>/[^/?]+)?",
+            path,
+        )
+        assert match is not None, path
+        sent.add(("get" if match["name"] else "list", match["group"] or "", match["plural"]))
+    assert sent == {
+        ("list", "", "nodes"),
+        ("list", "", "pods"),
+        ("list", "", "events"),
+        ("get", "", "configmaps"),
+        ("get", "apps", "daemonsets"),
+        ("get", "apps", "replicasets"),
+        ("get", "apps", "deployments"),
+    }
+    assert sent <= allowed
