@@ -33,6 +33,7 @@ from gpushare.verify_checks import (
     ClusterSnapshot,
     Denial,
     K8sObject,
+    gpu_pending_pods,
 )
 
 # (connect, read) seconds per request: a cron job must end even when the API server hangs.
@@ -40,7 +41,7 @@ REQUEST_TIMEOUT = (10, 60)
 PAGE_SIZE = 500
 _PLUGIN_CHECKS = (PLUGIN_CONFIG_CURRENT, PLUGIN_CRASHLOOP, MANAGED_PLUGIN_DRIFT)
 # Owners of pending pods, read to see whether a rollout waits behind them.
-_OWNER_KINDS = ("ReplicaSet", "Deployment", "StatefulSet")
+_OWNER_KINDS = ("ReplicaSet", "StatefulSet")
 NOT_FOUND = object()
 
 
@@ -247,7 +248,8 @@ def read_snapshot(
         )
         or []
     )
-    for pod in pending:
+    # Only the owners of pods waiting for a GPU: a rollout frozen behind one is what rollout-stuck reports.
+    for pod, _ in gpu_pending_pods(pending, events):
         metadata = pod.get("metadata") or {}
         for owner in metadata.get("ownerReferences") or []:
             if owner.get("kind") not in _OWNER_KINDS:

@@ -594,13 +594,13 @@ def _gpu_wait_reason(pod: K8sObject, events: Sequence[K8sObject]) -> str | None:
     return None
 
 
-def gpu_pending_pods(snapshot: ClusterSnapshot) -> list[tuple[K8sObject, str]]:
-    """(pod, scheduler message) of every Pending pod that waits for an `nvidia.com/` resource."""
+def gpu_pending_pods(pods: Sequence[K8sObject], events: Sequence[K8sObject]) -> list[tuple[K8sObject, str]]:
+    """(pod, scheduler message) of every unscheduled Pending pod that waits for an `nvidia.com/` resource."""
     found = []
-    for pod in snapshot.pending_pods:
+    for pod in pods:
         if _dig(pod, "status", "phase") != "Pending" or _dig(pod, "spec", "nodeName"):
             continue
-        reason = _gpu_wait_reason(pod, snapshot.scheduling_events)
+        reason = _gpu_wait_reason(pod, events)
         if reason is not None:
             found.append((pod, reason))
     return found
@@ -748,7 +748,7 @@ def run_checks(expected: ClusterExpectation, snapshot: ClusterSnapshot) -> Verif
     findings.extend(_config_map_findings(expected, snapshot))
     findings.extend(_workload_findings(expected, snapshot))
     findings.extend(_managed_findings(expected, snapshot))
-    pending = gpu_pending_pods(snapshot)
+    pending = gpu_pending_pods(snapshot.pending_pods, snapshot.scheduling_events)
     findings.extend(_pending_findings(pending, snapshot))
     findings.extend(_rollout_findings(pending, snapshot))
     findings.extend(_node_warnings(expected, snapshot))
