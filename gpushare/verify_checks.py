@@ -407,15 +407,24 @@ def _digest_findings(
             continue  # reported once for the ConfigMap
         wanted = config_checksum(text)
         have = annotations.get(kube_names.ANNOTATION_CONFIG_SHA256)
-        if have != wanted:
-            yield Finding(
-                PLUGIN_CONFIG_CURRENT,
-                "error",
-                _pod_ref(pod),
-                f"{_on(pod, node_pools)}: runs config digest {_short(have)}, key {workload.config_key} of the live "
-                f"ConfigMap {_where(config_map)} has {_short(wanted)}: the pod started before the "
-                f"last config change and still runs the old config (the plugin never re-reads it); {restart}",
-            )
+        if have == wanted:
+            continue
+        # The template's checksum says whether the DaemonSet knows the live config: if it does, its pods
+        # just have not been replaced; if not, the ConfigMap was changed outside Pulumi.
+        fix = (
+            restart
+            if template_annotations.get(kube_names.ANNOTATION_CONFIG_SHA256) == wanted
+            else "the ConfigMap was changed outside Pulumi (the DaemonSet's template does not have it either): "
+            "`pulumi up` restores the planned config and rolls the pods"
+        )
+        yield Finding(
+            PLUGIN_CONFIG_CURRENT,
+            "error",
+            _pod_ref(pod),
+            f"{_on(pod, node_pools)}: runs config digest {_short(have)}, key {workload.config_key} of the live "
+            f"ConfigMap {_where(config_map)} has {_short(wanted)}: the pod started before the "
+            f"last config change and still runs the old config (the plugin never re-reads it); {fix}",
+        )
 
 
 def _where(config_map: K8sObject) -> str:

@@ -425,6 +425,17 @@ def test_plugin_pod_running_an_older_config_digest(
     assert len(drift) == 1 and "key l20" in drift[0]["message"] and "pulumi up" in drift[0]["message"]
 
 
+def test_config_map_edited_by_hand(server: FakeApiServer, kubeconfig: Path, prod: list[Obj]) -> None:
+    """The seed's way of changing replicas (`kubectl edit configmap`): the pods and the DaemonSet still
+    carry the planned digest; restarting would load the hand edit, so the fix is `pulumi up`."""
+    config_map = find(prod, "ConfigMap", kube_names.CONFIG_MAP_NAME)
+    config_map["data"]["l20"] = config_map["data"]["l20"].replace("replicas: 8", "replicas: 4")
+    code, report = verify(server, kubeconfig, prod)
+    assert (code, checks(report)) == (1, ["plugin-config-current", "plugin-config-current"])
+    pod = next(f for f in report["findings"] if f["object"].startswith("pod/"))
+    assert "changed outside Pulumi" in pod["message"] and "rollout restart" not in pod["message"]
+
+
 def test_tke_daemonset_reverted_to_its_original_args_and_node_selector(
     server: FakeApiServer, kubeconfig: Path, prod: list[Obj]
 ) -> None:
