@@ -58,6 +58,13 @@ def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
     return mig_parted.run_validate_cli(args.files, args.gpu, out, sys.stderr)
 
 
+def _verify(args: argparse.Namespace, out: TextIO) -> int:
+    # The kubernetes client is loaded only for verify.
+    from gpushare.verify import cmd_verify
+
+    return cmd_verify(args, out)
+
+
 def cmd_tune(args: argparse.Namespace, out: TextIO) -> int:
     model = catalog.gpu(args.gpu)
     measured = args.measured_mib
@@ -117,13 +124,6 @@ def _offline(module: str, function: str) -> Callable[[argparse.Namespace, TextIO
         return command(args, out)
 
     return run
-
-
-def _verify(args: argparse.Namespace, out: TextIO) -> int:
-    # The kubernetes client is loaded only for verify.
-    from gpushare.verify import cmd_verify
-
-    return cmd_verify(args, out)
 
 
 def build_parser() -> argparse.ArgumentParser:
