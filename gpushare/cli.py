@@ -161,6 +161,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=cmd_plan)
 
+    p = sub.add_parser("verify", help="check the live cluster against the stack (read-only)")
+    p.add_argument("--stack", required=True)
+    p.add_argument("--kubeconfig", metavar="PATH", help="default: $KUBECONFIG, ~/.kube/config, in-cluster")
+    p.add_argument("--context", metavar="NAME", help="a context of the kubeconfig (default: its current one)")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--dir", default=str(PROJECT_DIR), help="where Pulumi.<stack>.yaml lives")
+    p.set_defaults(run=_verify)
+
     p = sub.add_parser("render", help="run the program offline and write every resource and manifest")
     p.add_argument("--stack", required=True)
     p.add_argument("--out", required=True, metavar="DIR")
@@ -172,14 +180,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--policy-config", metavar="FILE", help="a --policy-pack-config JSON file")
     p.add_argument("--dir", default=str(PROJECT_DIR), help="the Pulumi project directory")
     p.set_defaults(run=_offline("offline.check", "cmd_check"))
-
-    p = sub.add_parser("verify", help="check the live cluster against the stack (read-only)")
-    p.add_argument("--stack", required=True)
-    p.add_argument("--kubeconfig", metavar="PATH", help="default: $KUBECONFIG, ~/.kube/config, in-cluster")
-    p.add_argument("--context", metavar="NAME", help="a context of the kubeconfig (default: its current one)")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--dir", default=str(PROJECT_DIR), help="where Pulumi.<stack>.yaml lives")
-    p.set_defaults(run=_verify)
     return parser
 
 
