@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from gpushare import kube_names, plugin_pod
+from gpushare.errors import GpushareError
 from gpushare.plan import FALLBACK_KEY, GPU_RESOURCE, PoolPlan, SharingPlan, build_plan
 from gpushare.plugin_configs import PluginConfigEntry, plugin_config_entries
 from gpushare.stack_config import Mig, StackConfig
@@ -32,8 +33,10 @@ MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
 #   live ConfigMap (DaemonSet mode, and TKE's adopted DaemonSet);
 # - "template-checksum": the chart's `checksum/config` on the pod equals the one on the live DaemonSet's
 #   pod template (Helm mode: the config-manager picks the key by node label, and a changed `config.map`
-#   changes only that checksum; a pod with an older one started before the change).
-DigestRule = Literal["pool-key", "template-checksum"]
+#   changes only that checksum; a pod with an older one started before the change);
+# - "config-map-name": the pod mounts the ConfigMap named in `ClusterExpectation.config_map` (configs
+#   published under content-addressed names: a pod mounting another name runs an older config).
+DigestRule = Literal["pool-key", "template-checksum", "config-map-name"]
 
 
 @dataclass(frozen=True)
@@ -153,16 +156,19 @@ def selected_node_labels(stack: StackConfig, plan: PoolPlan) -> dict[str, str]:
     return labels
 
 
-def _workloads(stack: StackConfig, adopted_pool: str | None) -> tuple[ObjectRef, tuple[PluginWorkload, ...]]:
-    plugin = stack.plugin
-    if plugin.mode == "helm":
-        namespace = plugin.namespace
-        workload = PluginWorkload(
-            daemonset=ObjectRef("DaemonSet", namespace, HELM_RELEASE),
-            pools=tuple(p.name for p in stack.pools),
-            digest_rule="template-checksum",
-        )
-        return ObjectRef("ConfigMap", namespace, HELM_CONFIG_MAP), (workload,)
+def _helm_workloads(stack: StackConfig) -> tuple[ObjectRef, tuple[PluginWorkload, ...]]:
+    namespace = stack.plugin.namespace
+    workload = PluginWorkload(
+        daemonset=ObjectRef("DaemonSet", namespace, HELM_RELEASE),
+        pools=tuple(p.name for p in stack.pools),
+        digest_rule="template-checksum",
+    )
+    return ObjectRef("ConfigMap", namespace, HELM_CONFIG_MAP), (workload,)
+
+
+def _daemonset_workloads(
+    stack: StackConfig, adopted_pool: str | None
+) -> tuple[ObjectRef, tuple[PluginWorkload, ...]]:
     workloads = [
         PluginWorkload(
             daemonset=ObjectRef(
@@ -175,7 +181,7 @@ def _workloads(stack: StackConfig, adopted_pool: str | None) -> tuple[ObjectRef,
         for pool in stack.pools
         if pool.name != adopted_pool
     ]
-    managed = plugin.managed_plugin
+    managed = stack.plugin.managed_plugin
     if adopted_pool is not None:
         workloads.append(
             PluginWorkload(
@@ -187,6 +193,17 @@ def _workloads(stack: StackConfig, adopted_pool: str | None) -> tuple[ObjectRef,
         )
     config_map = ObjectRef("ConfigMap", kube_names.CONFIG_MAP_NAMESPACE, kube_names.CONFIG_MAP_NAME)
     return config_map, tuple(workloads)
+
+
+def _workloads(stack: StackConfig, adopted_pool: str | None) -> tuple[ObjectRef, tuple[PluginWorkload, ...]]:
+    """The ConfigMap the plugin reads and the DaemonSets that run it, per plugin mode."""
+    mode: str = stack.plugin.mode
+    if mode == "helm":
+        return _helm_workloads(stack)
+    if mode == "daemonsets":
+        return _daemonset_workloads(stack, adopted_pool)
+    # A mode verify does not model would be checked against another mode's objects: refuse instead.
+    raise GpushareError(f"verify does not know devicePlugin.mode {mode!r} yet", source=stack.source)
 
 
 def expected_cluster(stack: StackConfig, plan: SharingPlan | None = None) -> ClusterExpectation:

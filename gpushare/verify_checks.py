@@ -377,6 +377,7 @@ def _digest_findings(
     workload: PluginWorkload,
     daemonset: K8sObject,
     pods: Sequence[K8sObject],
+    config_ref: ObjectRef,
     config_map: K8sObject | None,
     node_pools: Mapping[str, str],
 ) -> Iterator[Finding]:
@@ -387,6 +388,22 @@ def _digest_findings(
         if not _running(pod):
             continue
         annotations = _annotations(pod)
+        if workload.digest_rule == "config-map-name":
+            wanted_name = config_ref.name
+            mounted = sorted(
+                str(_dig(v, "configMap", "name"))
+                for v in _dig(pod, "spec", "volumes") or []
+                if _dig(v, "configMap", "name")
+            )
+            if wanted_name and wanted_name not in mounted:
+                yield Finding(
+                    PLUGIN_CONFIG_CURRENT,
+                    "error",
+                    _pod_ref(pod),
+                    f"{_on(pod, node_pools)}: mounts ConfigMap {', '.join(mounted) or 'none'}, the current config "
+                    f"is {config_ref.namespace}/{wanted_name}: the pod started before the last config change; {restart}",
+                )
+            continue
         if workload.digest_rule == "template-checksum":
             wanted = template_annotations.get(HELM_CHECKSUM_ANNOTATION)
             have = annotations.get(HELM_CHECKSUM_ANNOTATION)
@@ -483,7 +500,7 @@ def _workload_findings(expected: ClusterExpectation, snapshot: ClusterSnapshot) 
         pods = snapshot.daemonset_pods.get(ref, ())
         for pod in pods:
             yield from _crashloop_findings(pod, node_pools)
-        yield from _digest_findings(workload, daemonset, pods, config_map, node_pools)
+        yield from _digest_findings(workload, daemonset, pods, expected.config_map, config_map, node_pools)
 
 
 # --------------------------------------------------------------------------------------------------

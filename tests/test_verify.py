@@ -8,6 +8,7 @@ are then broken the seed's ways. Expected numbers come from the seed: L20 8 slot
 from __future__ import annotations
 
 import copy
+import dataclasses
 import io
 import json
 import re
@@ -24,7 +25,8 @@ from conftest import PROJECT_DIR
 from fake_apiserver import FakeApiServer, label_selector_matches
 
 from gpushare import cli, kube_names
-from gpushare.cluster_expectations import ObjectRef, expected_cluster
+from gpushare.cluster_expectations import ObjectRef, PluginWorkload, expected_cluster
+from gpushare.errors import GpushareError
 from gpushare.plugin_configs import config_checksum
 from gpushare.stack_config import from_config_values, load_stack_file
 from gpushare.verify_checks import ClusterSnapshot, age, run_checks
@@ -1132,3 +1134,46 @@ def test_the_readme_cluster_role_allows_every_request_verify_sends(
         ("get", "apps", "deployments"),
     }
     assert sent <= allowed
+
+
+def test_a_pod_mounting_an_older_content_addressed_config_map() -> None:
+    """The `config-map-name` rule (configs published under content-addressed names, as the GPU Operator
+    mode does): a pod that mounts another name than the current one runs an older config."""
+    stack = load_stack_file(PROJECT_DIR / "Pulumi.prod.yaml", "prod")
+    current = ObjectRef("ConfigMap", "gpu-operator", "device-plugin-config-7f3a9c")
+    daemonset_ref = ObjectRef("DaemonSet", "gpu-operator", "nvidia-device-plugin-daemonset")
+    expected = dataclasses.replace(
+        expected_cluster(stack),
+        config_map=current,
+        workloads=(PluginWorkload(daemonset_ref, ("l20", "t4"), "config-map-name"),),
+    )
+    daemonset = {"metadata": {"name": daemonset_ref.name, "namespace": "gpu-operator"}, "spec": {}}
+
+    def pod(name: str, config: str) -> Obj:
+        return {
+            "metadata": {"name": name, "namespace": "gpu-operator"},
+            "spec": {"nodeName": L20_NODE, "volumes": [{"name": "config", "configMap": {"name": config}}]},
+            "status": {"phase": "Running"},
+        }
+
+    snapshot = ClusterSnapshot(
+        now=NOW,
+        nodes=(),
+        objects={daemonset_ref: daemonset},
+        daemonset_pods={daemonset_ref: (pod("new", current.name), pod("old", "device-plugin-config-1b2c3d"))},
+    )
+    report = run_checks(expected, snapshot)
+    assert [(f.check, f.object) for f in report.errors] == [("plugin-config-current", "pod/gpu-operator/old")]
+    assert (
+        "mounts ConfigMap device-plugin-config-1b2c3d, the current config is gpu-operator/device-plugin-config-7f3a9c"
+        in report.errors[0].message
+    )
+
+
+def test_a_mode_verify_does_not_model_is_refused() -> None:
+    """Checked against another mode's objects it would report nonsense; the CLI exits 2 on this error."""
+    stack = load_stack_file(PROJECT_DIR / "Pulumi.prod.yaml", "prod")
+    plugin = stack.plugin.model_copy(update={"mode": "gpu-operator"})
+    future = stack.model_copy(update={"sharing": stack.sharing.model_copy(update={"device_plugin": plugin})})
+    with pytest.raises(GpushareError, match="verify does not know devicePlugin.mode 'gpu-operator' yet"):
+        expected_cluster(future)
