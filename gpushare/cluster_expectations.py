@@ -195,8 +195,11 @@ def _daemonset_workloads(
     return config_map, tuple(workloads)
 
 
-def _workloads(stack: StackConfig, adopted_pool: str | None) -> tuple[ObjectRef, tuple[PluginWorkload, ...]]:
-    """The ConfigMap the plugin reads and the DaemonSets that run it, per plugin mode."""
+def _workloads(
+    stack: StackConfig, entries: tuple[PluginConfigEntry, ...], adopted_pool: str | None
+) -> tuple[ObjectRef, tuple[PluginWorkload, ...]]:
+    """The ConfigMap the plugin reads and the DaemonSets that run it, per plugin mode (`entries`: for
+    modes that publish the config under a name derived from its content)."""
     mode: str = stack.plugin.mode
     if mode == "helm":
         return _helm_workloads(stack)
@@ -211,7 +214,7 @@ def expected_cluster(stack: StackConfig, plan: SharingPlan | None = None) -> Clu
     entries = plugin_config_entries(plan)
     managed = stack.plugin.managed_plugin
     adopted_pool = managed.pool if managed.action == "adopt" else None
-    config_map, workloads = _workloads(stack, adopted_pool)
+    config_map, workloads = _workloads(stack, entries, adopted_pool)
     adopted = next((e for e in entries if e.key == adopted_pool), None) if adopted_pool else None
     return ClusterExpectation(
         stack=stack.stack,
