@@ -329,7 +329,6 @@ def verify(
     stack: str = "prod",
     project_dir: Path = PROJECT_DIR,
     forbidden: tuple[tuple[str, str | None], ...] = (),
-    capsys: pytest.CaptureFixture[str] | None = None,
 ) -> tuple[int, dict[str, Any]]:
     server.load(objects, forbidden)
     out = io.StringIO()
