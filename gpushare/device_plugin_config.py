@@ -44,6 +44,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict
 
 from gpushare.errors import GpushareError
+from gpushare.yaml_bounds import AliasRecordingComposer, YamlBoundError, YamlTooDeepError, load_first_document
 
 PLUGIN_VERSIONS = ("0.14.5", "0.17.1", "0.20.0")
 API_VERSION = "v1"
@@ -353,7 +354,7 @@ def _go_yaml_resolve_plain(value: str) -> tuple[str, object]:
     return _STR_TAG, value
 
 
-class _GoYamlLoader(yaml.SafeLoader):
+class _GoYamlLoader(AliasRecordingComposer, yaml.SafeLoader):
     """PyYAML's parser with go-yaml v2's scalar resolution, for untyped (interface{}) targets."""
 
     def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
@@ -419,13 +420,12 @@ def _load_first_document(text: str) -> object:
     json_document = _load_json(text)
     if json_document is not _NOT_JSON:
         return json_document
-    loader = _GoYamlLoader(text)
     try:
-        return loader.get_data() if loader.check_data() else None
+        return load_first_document(_GoYamlLoader, text)
     except yaml.YAMLError as exc:
         raise DevicePluginConfigError(f"error converting YAML to JSON: yaml: {_yaml_problem(exc)}") from exc
-    finally:
-        loader.dispose()
+    except YamlBoundError as exc:
+        raise DevicePluginConfigError(f"error converting YAML to JSON: yaml: {exc.reason}") from None
 
 
 _NOT_JSON = object()
@@ -1694,11 +1694,15 @@ def parse(
 ) -> ParseResult:
     """Parse and validate a config file as plugin `plugin_version` does at start-up, with no CLI flags or
     env vars unless `overrides` says otherwise (they can make a file valid: MIG_STRATEGY=single rescues
-    `migStrategy: bogus`). Raises DevicePluginConfigError exactly when the plugin would refuse to start."""
+    `migStrategy: bogus`). Raises DevicePluginConfigError exactly when the plugin would refuse to start,
+    and YamlTooDeepError (no verdict) for nesting deeper than this checker follows."""
     _check_plugin_version(plugin_version)
-    document = _load_first_document(text)
-    decoder = _Decoder(plugin_version)
-    config = decoder.config(_to_json_values(document, ""))
+    try:
+        document = _load_first_document(text)
+        decoder = _Decoder(plugin_version)
+        config = decoder.config(_to_json_values(document, ""))
+    except RecursionError:  # JSON input, or our own walks, deeper than Python follows
+        raise YamlTooDeepError() from None
     flags, overridden = _resolve_flags(config, overrides, plugin_version, chart_supplies_mps_root)
     _check_flags(config, flags, plugin_version, overridden)
     return ParseResult(

@@ -994,6 +994,7 @@ UPSTREAM_VECTORS: list[dict[str, Any]] = json.loads((FIXTURES / "upstream_vector
 def upstream_view(result: dpc.ParseResult) -> dict[str, Any]:
     """Our result in the shape the upstream vectors record the plugin's final config."""
     flags, config = result.effective_flags, result.config
+    pointer_era = dpc.version_at_least(result.plugin_version, "0.20.0")
     view: dict[str, Any] = {
         "migStrategy": flags.mig_strategy,
         "failOnInitError": flags.fail_on_init_error,
@@ -1006,12 +1007,16 @@ def upstream_view(result: dpc.ParseResult) -> dict[str, Any]:
         "deviceDiscoveryStrategy": flags.device_discovery_strategy,
         "imexChannelIDs": list(config.imex.channel_ids),
     }
+    if pointer_era:
+        view["sharedDevicesAllocationPolicy"] = flags.shared_devices_allocation_policy
+        view["gdrcopyEnabled"] = flags.gdrcopy_enabled
     for key, section in (("timeSlicing", config.sharing.time_slicing), ("mps", config.sharing.mps)):
         if section is not None:
             view[key] = {
                 "renameByDefault": section.rename_by_default,
+                # 0.17.1 forces true for MPS; from 0.20.0 the stored (pointer) value is what runs.
                 "failRequestsGreaterThanOne": True
-                if key == "mps"
+                if key == "mps" and not pointer_era
                 else section.fail_requests_greater_than_one,
                 "resources": [
                     [
