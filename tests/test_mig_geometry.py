@@ -14,6 +14,7 @@ from gpushare.mig_geometry import (
     Placement,
     create_instances_command,
     creation_order,
+    creation_orders,
     fit_layout,
 )
 
@@ -202,6 +203,22 @@ def test_a100_40gb_mixed_command_creates_3g_first_then_larger_before_smaller() -
     )
     assert creation_order(H20, {"1g.12gb": 1, "2g.24gb": 3}) == ["2g.24gb", "2g.24gb", "2g.24gb", "1g.12gb"]
     assert creation_order(H20, {"1g.12gb": 2, "1g.24gb": 1}) == ["1g.24gb", "1g.12gb", "1g.12gb"]
+
+
+def test_creation_orders_add_the_layouts_own_placements_from_slice_0_up() -> None:
+    # H20 1g.12gb starts at slices 0-6, 1g.24gb (2 slices) at 0, 2, 4, 6: six 1g.12gb leave only 6-7 for
+    # the 1g.24gb, so a driver that takes the lowest free slice needs the six created first.
+    assert creation_orders(H20, {"1g.12gb": 6, "1g.24gb": 1}) == [
+        ["1g.24gb"] + ["1g.12gb"] * 6,
+        ["1g.12gb"] * 6 + ["1g.24gb"],
+    ]
+    # A100-40GB: 4g.20gb only at slice 0, 3g.20gb at 0 or 4: the guide's 3g-first order, then 4g at 0.
+    assert creation_orders(A100_40, {"3g.20gb": 1, "4g.20gb": 1}) == [
+        ["3g.20gb", "4g.20gb"],
+        ["4g.20gb", "3g.20gb"],
+    ]
+    # One profile: one order, never the same order twice.
+    assert creation_orders(H20, {"1g.12gb": 7}) == [["1g.12gb"] * 7]
 
 
 def test_a30_4g_24gb_alone_fits_and_nothing_fits_next_to_it() -> None:
