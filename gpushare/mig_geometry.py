@@ -111,11 +111,6 @@ def creation_orders(gpu: GpuModel, counts: Mapping[str, int]) -> list[list[str]]
     return [order for i, order in enumerate(orders) if order not in orders[:i]]
 
 
-def create_instances_command(gpu: GpuModel, counts: Mapping[str, int]) -> str:
-    """The `nvidia-smi` command that creates the layout (GPU instances plus default compute instances)."""
-    return "nvidia-smi mig -cgi " + ",".join(creation_order(gpu, counts)) + " -C"
-
-
 # --- checks -------------------------------------------------------------------------------------------
 
 
