@@ -10,7 +10,7 @@ STACKS := $(patsubst Pulumi.%.yaml,%,$(wildcard Pulumi.*.yaml))
 CHART_DIRS ?= $(wildcard ../shared/charts)
 CHART_ARGS := $(addprefix --chart-dir ,$(CHART_DIRS))
 
-.PHONY: test lint typecheck unit plan render check scan ci-stacks bench clean
+.PHONY: test lint typecheck unit plan render check verify scan ci-stacks bench clean
 
 # Requirements are (re)installed into the venv whenever a requirements file changes.
 $(VENV)/.installed: requirements.txt requirements-dev.txt policies/requirements.txt
@@ -42,6 +42,10 @@ render: $(VENV)/.installed
 # Render the stack and run the policy pack over it as `pulumi preview --policy-pack policies` would.
 check: $(VENV)/.installed
 	$(PY) -m gpushare check --stack $(STACK) $(CHART_ARGS)
+
+# Check the live cluster against the stack, read-only (KUBECONFIG / ~/.kube/config; VERIFY_ARGS=--json).
+verify: $(VENV)/.installed
+	$(PY) -m gpushare verify --stack $(STACK) $(VERIFY_ARGS)
 
 # checkov gets a venv of its own: its pins and pulumi's cannot be resolved together.
 SCAN_VENV := $(VENV)/scanners
