@@ -254,6 +254,8 @@ def _render_one(release: HelmRelease, found: FoundChart, helm: Any) -> RenderedR
 def _checked(
     obj: ChartObject, crds: CrdIndex, kubernetes_schema: str, directory: str
 ) -> ChartObject | SchemaViolation:
+    """The object with what validated it, or its violation. (A null field is no field to the API server:
+    the Kubernetes schemas admit null, `CrdIndex.validate` prunes it.)"""
     file = f"{directory}/{obj.file_name}"
     if has_schema(obj.document, kubernetes_schema):
         violation = validate_manifest(obj.document, kubernetes_schema, file=file)

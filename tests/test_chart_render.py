@@ -341,6 +341,23 @@ def test_an_empty_mig_strategy_renders_a_null_mig_that_the_api_server_prunes() -
     assert policy.checked_against == "CRD clusterpolicies.nvidia.com v1 (strict)"
 
 
+def test_a_null_field_of_a_built_in_kind_is_kept_as_rendered_and_valid() -> None:
+    # `extraObjects` are rendered as given: a ConfigMap whose `data` is null, as `data:` with nothing
+    # under it renders. The API server reads it as no data, and the Kubernetes schema admits null.
+    config_map = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "empty", "namespace": "gpu-operator"},
+    }
+    release = helm_release_resource(
+        *OPERATOR, {**operator_values(), "extraObjects": [{**config_map, "data": None}]}
+    )
+    (rendered,) = render_releases([release], pinned_sources(), SCHEMA)
+    empty = only(rendered.objects, "ConfigMap", "empty")
+    assert empty.document == {**config_map, "data": None}
+    assert empty.checked_against == "the Kubernetes 1.30 schema (strict)"
+
+
 def test_an_object_no_schema_knows_is_written_but_not_called_valid() -> None:
     monitor = {
         "apiVersion": "monitoring.coreos.com/v1",
