@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
@@ -44,6 +45,8 @@ __all__ = [
 CHART_DIRS_ENV: Final = "GPUSHARE_CHART_DIRS"
 CHART_DOWNLOAD_ENV: Final = "GPUSHARE_CHART_DOWNLOAD"
 _DOWNLOAD_OFF: Final = frozenset({"0", "false", "no", "off"})
+# What a chart name or version may look like to become a cache directory name (`..` or `/` never do).
+_CACHE_SAFE: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
 CHART_FILE: Final = "Chart.yaml"
 
 
@@ -141,9 +144,14 @@ class ChartSources:
         return cls.from_environment(args.chart_dir or (), download=not args.no_download)
 
     def cache_entry(self, request: ChartRequest) -> Path | None:
+        """`<cache>/<chart>-<version>`; None without a cache, or for a name or version that is no plain
+        file name (it would point outside the cache)."""
         if self.cache_dir is None or not request.version:
             return None
-        return self.cache_dir / f"{request.chart_name}-{request.version}"
+        name = f"{request.chart_name}-{request.version}"
+        if not _CACHE_SAFE.match(name) or ".." in name:
+            return None
+        return self.cache_dir / name
 
     def locate(self, request: ChartRequest) -> FoundChart:
         """The chart directory for `request` (see the module docstring for the order)."""
@@ -165,7 +173,10 @@ class ChartSources:
         if not self.download:
             looked.append("downloads off")
             raise ChartSourceError(f"{request.describe()}: no chart source ({_looked(looked)})")
-        if entry is None or not (request.repository or request.chart.startswith("oci://")):
+        if entry is None:
+            looked.append("no cache entry to download into")
+            raise ChartSourceError(f"{request.describe()}: no chart source ({_looked(looked)})")
+        if not (request.repository or request.chart.startswith("oci://")):
             looked.append("no repository to download from")
             raise ChartSourceError(f"{request.describe()}: no chart source ({_looked(looked)})")
         try:
@@ -187,8 +198,11 @@ def _download(request: ChartRequest, entry: Path) -> Path:
     """Helm's `pull --untar` into a temporary directory beside the cache entry, then renamed into place."""
     import helm_python  # the Go library is large: loaded only when a chart is actually fetched
 
-    entry.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{entry.name}.download-", dir=entry.parent))
+    try:
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix=f".{entry.name}.download-", dir=entry.parent))
+    except OSError as err:
+        raise ChartSourceError(f"cannot write the cache: {err.strerror}") from None
     try:
         is_oci = request.chart.startswith("oci://")
         try:
@@ -212,5 +226,7 @@ def _download(request: ChartRequest, entry: Path) -> Path:
             shutil.rmtree(entry)
         unpacked.rename(entry)
         return entry
+    except OSError as err:
+        raise ChartSourceError(f"cannot write the cache: {err.strerror}") from None
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -422,6 +422,10 @@ def test_pinned_directories_match_name_and_exact_version_then_the_cache(tmp_path
     )
     with pytest.raises(ChartSourceError, match="pins no chart version"):
         sources.locate(request(""))
+    # A version that is no plain file name never becomes a cache path (nor a download into one).
+    assert sources.cache_entry(request("../../../etc")) is None
+    with pytest.raises(ChartSourceError, match=r"no cache entry to download into\)$"):
+        ChartSources((), cache, download=True).locate(request("../x", repository="http://127.0.0.1:9"))
 
 
 @pytest.mark.parametrize(
