@@ -34,6 +34,11 @@ PARKED_VALUE = "parked"
 
 DAEMONSET_PREFIX = "nvidia-device-plugin-daemonset-"
 
+# What gpushare writes on a pool's nodes itself: a pool's own `labels` may not set these.
+NODE_LABELS_SET_BY_GPUSHARE = frozenset(
+    {LABEL_DEVICE_ENABLE, LABEL_PLUGIN_CONFIG, LABEL_GPU_MODEL, LABEL_POOL, LABEL_GPU_PRESENT, LABEL_MIG_CONFIG}
+)
+
 
 def tuning_annotation(key: str) -> str:
     return ANNOTATION_TUNING_PREFIX + key

@@ -220,8 +220,12 @@ def capacity_table(capacity: dict[str, object]) -> str:
     widths = [max(len(str(r[i])) for r in rows) for i in range(len(header))]
     lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
+    # Without a time-sliced GPU there is no fallback entry at all: "0 replicas" would read as a broken one.
+    fallback = (
+        f" (fallback key `{FALLBACK_KEY}`: {capacity['fallbackReplicas']} replicas)" if capacity["fallbackReplicas"] else ""
+    )
     lines.append(
-        f"\n{capacity['totalSlots']} schedulable GPU slots against {capacity['slotsBefore']} before sharing "
-        f"(fallback key `{FALLBACK_KEY}`: {capacity['fallbackReplicas']} replicas)."
+        f"\n{capacity['totalSlots']} schedulable GPU slots against {capacity['slotsBefore']} before sharing"
+        f"{fallback}."
     )
     return "\n".join(lines)
