@@ -36,7 +36,14 @@ DAEMONSET_PREFIX = "nvidia-device-plugin-daemonset-"
 
 # What gpushare writes on a pool's nodes itself: a pool's own `labels` may not set these.
 NODE_LABELS_SET_BY_GPUSHARE = frozenset(
-    {LABEL_DEVICE_ENABLE, LABEL_PLUGIN_CONFIG, LABEL_GPU_MODEL, LABEL_POOL, LABEL_GPU_PRESENT, LABEL_MIG_CONFIG}
+    {
+        LABEL_DEVICE_ENABLE,
+        LABEL_PLUGIN_CONFIG,
+        LABEL_GPU_MODEL,
+        LABEL_POOL,
+        LABEL_GPU_PRESENT,
+        LABEL_MIG_CONFIG,
+    }
 )
 
 

@@ -222,7 +222,9 @@ def capacity_table(capacity: dict[str, object]) -> str:
     lines.insert(1, "  ".join("-" * w for w in widths))
     # Without a time-sliced GPU there is no fallback entry at all: "0 replicas" would read as a broken one.
     fallback = (
-        f" (fallback key `{FALLBACK_KEY}`: {capacity['fallbackReplicas']} replicas)" if capacity["fallbackReplicas"] else ""
+        f" (fallback key `{FALLBACK_KEY}`: {capacity['fallbackReplicas']} replicas)"
+        if capacity["fallbackReplicas"]
+        else ""
     )
     lines.append(
         f"\n{capacity['totalSlots']} schedulable GPU slots against {capacity['slotsBefore']} before sharing"

@@ -291,11 +291,13 @@ class Pool(_Model):
         for key, label in value.items():
             problem = kube_syntax.qualified_name_problem(key)
             if problem is None and key in kube_names.NODE_LABELS_SET_BY_GPUSHARE:
-                problem = f"gpushare sets {key} on this pool's nodes itself; a value here would be overwritten"
+                problem = (
+                    f"gpushare sets {key} on this pool's nodes itself; a value here would be overwritten"
+                )
             if problem is None:
                 problem = kube_syntax.label_value_problem(label)
             if problem:
-                raise _at(f'[{json.dumps(key)}]', problem)
+                raise _at(f"[{json.dumps(key)}]", problem)
         return value
 
     @field_validator("taints")
@@ -398,7 +400,9 @@ class StackConfig(_Model):
     @classmethod
     def _region(cls, value: str | None) -> str | None:
         if value is not None and not _REGION.match(value):
-            raise ValueError(f"{value!r} is not a TencentCloud region (like ap-singapore or na-siliconvalley)")
+            raise ValueError(
+                f"{value!r} is not a TencentCloud region (like ap-singapore or na-siliconvalley)"
+            )
         return value
 
     @model_validator(mode="after")
@@ -579,7 +583,9 @@ def _read_stack_document(path: Path) -> Any:
     except OSError as err:
         raise ConfigError(f"cannot read: {err.strerror}", source=source) from None
     if len(raw) > MAX_STACK_FILE_BYTES:
-        raise ConfigError(f"larger than {MAX_STACK_FILE_BYTES // 1024 // 1024} MiB; not a stack file", source=source)
+        raise ConfigError(
+            f"larger than {MAX_STACK_FILE_BYTES // 1024 // 1024} MiB; not a stack file", source=source
+        )
     try:
         text = raw.decode("utf-8-sig")  # the CLI strips a UTF-8 BOM too
     except UnicodeDecodeError as err:
@@ -620,7 +626,9 @@ def config_env_bytes(values: Mapping[str, Any]) -> int:
     """About how large `PULUMI_CONFIG` is when the CLI hands these values to a policy pack (structured
     values as compact JSON strings inside a JSON object)."""
     as_strings = {
-        key: value if isinstance(value, str) else json.dumps(value, separators=(",", ":"), default=_json_scalar)
+        key: value
+        if isinstance(value, str)
+        else json.dumps(value, separators=(",", ":"), default=_json_scalar)
         for key, value in values.items()
     }
     return len("PULUMI_CONFIG=") + len(json.dumps(as_strings).encode("utf-8")) + 1

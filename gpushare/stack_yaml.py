@@ -54,9 +54,7 @@ StackFileLoader.yaml_implicit_resolvers = {
 StackFileLoader.add_implicit_resolver(
     _YAML_BOOL, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
 )
-StackFileLoader.add_implicit_resolver(
-    _YAML_NULL, re.compile(r"^(?:~|null|Null|NULL|)$"), ["~", "n", "N", ""]
-)
+StackFileLoader.add_implicit_resolver(_YAML_NULL, re.compile(r"^(?:~|null|Null|NULL|)$"), ["~", "n", "N", ""])
 StackFileLoader.add_implicit_resolver(
     _YAML_INT,
     re.compile(r"^[-+]?(?:0b[01_]+|0o[0-7_]+|0x[0-9a-fA-F_]+|[0-9][0-9_]*)$"),

@@ -93,8 +93,16 @@ CASES = [
     # --- the file itself
     Bad("missing-file", f"{F}: no such stack file ({{path}})"),
     Bad("directory", f"{F}: is a directory, not a stack file"),
-    Bad("not-utf8", f"{F}: not UTF-8 text (byte 0xff at offset 15); save it as UTF-8", text=b"config:\n  # caf\xff\n"),
-    Bad("latin1-value", f"{F}: not UTF-8 text (byte 0xe9 at offset 34); save it as UTF-8", text=b"config:\n  tencentcloud:region: caf\xe9\n"),
+    Bad(
+        "not-utf8",
+        f"{F}: not UTF-8 text (byte 0xff at offset 15); save it as UTF-8",
+        text=b"config:\n  # caf\xff\n",
+    ),
+    Bad(
+        "latin1-value",
+        f"{F}: not UTF-8 text (byte 0xe9 at offset 34); save it as UTF-8",
+        text=b"config:\n  tencentcloud:region: caf\xe9\n",
+    ),
     Bad(
         "unclosed-bracket",
         f"{F}: not valid YAML: line 3, column 1: expected the node content, but found '<stream end>' while parsing a "
@@ -184,7 +192,11 @@ CASES = [
         f"{F}: gpushare:cluster: missing (set the TKE cluster: {{id, vpcId, subnetIds, kubernetesVersion}})",
         _delete("gpushare:cluster"),
     ),
-    Bad("protect-pools-yes", f"{F}: gpushare:protectPools: must be true or false", _set("gpushare:protectPools", "yes")),
+    Bad(
+        "protect-pools-yes",
+        f"{F}: gpushare:protectPools: must be true or false",
+        _set("gpushare:protectPools", "yes"),
+    ),
     # --- cluster
     Bad(
         "cluster-id",
@@ -231,7 +243,11 @@ CASES = [
         "label value) and not 'any' (the fallback key)",
         _set(f"{P0}|name", "any"),
     ),
-    Bad("pool-name-too-long", f"{F}: gpushare:pools[0].name: at most 25 characters", _set(f"{P0}|name", "a" * 26)),
+    Bad(
+        "pool-name-too-long",
+        f"{F}: gpushare:pools[0].name: at most 25 characters",
+        _set(f"{P0}|name", "a" * 26),
+    ),
     Bad(
         "duplicate-pool-names",
         f"{F}: gpushare:pools[1].name: duplicate pool name 'l20'",
@@ -259,21 +275,37 @@ CASES = [
         f"{F}: gpushare:pools[0].gpusPerNode: must be <= 16",
         _set(f"{P0}|gpusPerNode", 1_000_000_000_000),
     ),
-    Bad("gpus-per-node-zero", f"{F}: gpushare:pools[0].gpusPerNode: must be > 0", _set(f"{P0}|gpusPerNode", 0)),
+    Bad(
+        "gpus-per-node-zero", f"{F}: gpushare:pools[0].gpusPerNode: must be > 0", _set(f"{P0}|gpusPerNode", 0)
+    ),
     Bad(
         "gpus-per-node-against-catalog",
         f"{F}: gpushare:pools[0].gpusPerNode: PNV5b.8XLARGE96 has 1 GPU(s) per node",
         _set(f"{P0}|gpusPerNode", 2),
     ),
-    Bad("node-os-empty", f"{F}: gpushare:pools[0].nodeOs: does not match ^\\S(.*\\S)?$", _set(f"{P0}|nodeOs", "")),
-    Bad("node-os-blank", f"{F}: gpushare:pools[0].nodeOs: does not match ^\\S(.*\\S)?$", _set(f"{P0}|nodeOs", "   ")),
+    Bad(
+        "node-os-empty",
+        f"{F}: gpushare:pools[0].nodeOs: does not match ^\\S(.*\\S)?$",
+        _set(f"{P0}|nodeOs", ""),
+    ),
+    Bad(
+        "node-os-blank",
+        f"{F}: gpushare:pools[0].nodeOs: does not match ^\\S(.*\\S)?$",
+        _set(f"{P0}|nodeOs", "   "),
+    ),
     Bad(
         "nodes-out-of-order",
         f"{F}: gpushare:pools[0].nodes: need min <= desired <= max, got 2 <= 1 <= 1",
         _set(f"{P0}|nodes|min", 2),
     ),
-    Bad("nodes-too-many", f"{F}: gpushare:pools[0].nodes.max: must be <= 2000", _set(f"{P0}|nodes|max", 5000)),
-    Bad("nodes-a-string", f"{F}: gpushare:pools[0].nodes.desired: must be an integer", _set(f"{P0}|nodes|desired", "1")),
+    Bad(
+        "nodes-too-many", f"{F}: gpushare:pools[0].nodes.max: must be <= 2000", _set(f"{P0}|nodes|max", 5000)
+    ),
+    Bad(
+        "nodes-a-string",
+        f"{F}: gpushare:pools[0].nodes.desired: must be an integer",
+        _set(f"{P0}|nodes|desired", "1"),
+    ),
     # --- sharing
     Bad(
         "sharing-mode-unknown",
@@ -285,7 +317,11 @@ CASES = [
         f"{F}: gpushare:pools[0].sharing.mode: needs `mode` (time-slicing, mig or exclusive)",
         _delete(f"{P0}|sharing|mode"),
     ),
-    Bad("measured-zero", f"{F}: gpushare:pools[0].sharing.measuredMiB: must be > 0", _set(f"{P0}|sharing|measuredMiB", 0)),
+    Bad(
+        "measured-zero",
+        f"{F}: gpushare:pools[0].sharing.measuredMiB: must be > 0",
+        _set(f"{P0}|sharing|measuredMiB", 0),
+    ),
     Bad(
         "measured-above-memory",
         f"{F}: gpushare:pools[0].sharing.measuredMiB: 50000 MiB is more than L20's 46068 MiB",
@@ -395,12 +431,12 @@ CASES = [
     # --- node labels and taints
     Bad(
         "label-key-not-qualified",
-        f'{F}: gpushare:pools[0].labels["Bad Key!"]: \'Bad Key!\' {QUALIFIED_RULE}',
+        f"{F}: gpushare:pools[0].labels[\"Bad Key!\"]: 'Bad Key!' {QUALIFIED_RULE}",
         _set(f"{P0}|labels", {"Bad Key!": "v"}),
     ),
     Bad(
         "label-key-bad-prefix",
-        f'{F}: gpushare:pools[0].labels["Example.COM/team"]: \'Example.COM/team\' is not a qualified name: the '
+        f"{F}: gpushare:pools[0].labels[\"Example.COM/team\"]: 'Example.COM/team' is not a qualified name: the "
         "prefix before '/' must be a DNS-1123 subdomain",
         _set(f"{P0}|labels", {"Example.COM/team": "ml"}),
     ),
@@ -518,7 +554,11 @@ CASES = [
         f"{F}: gpushare:sharing.devicePlugin.managedPlugin.pool: no pool named 'h100'",
         _set(f"{PLUGIN}|managedPlugin|pool", "h100"),
     ),
-    Bad("unknown-plugin-key", f"{F}: gpushare:sharing.devicePlugin.replicas: unknown key", _set(f"{PLUGIN}|replicas", 2)),
+    Bad(
+        "unknown-plugin-key",
+        f"{F}: gpushare:sharing.devicePlugin.replicas: unknown key",
+        _set(f"{PLUGIN}|replicas", 2),
+    ),
 ]
 
 
