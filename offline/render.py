@@ -368,6 +368,16 @@ def _check_replaceable(out_dir: Path) -> None:
         raise RenderError(f"{out_dir}: cannot write the render: {err.strerror or err}") from None
 
 
+def _probe_writable(out_dir: Path) -> None:
+    """Before running the program: can a temporary directory be made where DIR (or its first existing
+    ancestor) lives? Made and removed at once, so a refused render writes nothing."""
+    try:
+        existing = next(p for p in (out_dir.parent, *out_dir.parent.parents) if p.exists())
+        os.rmdir(tempfile.mkdtemp(prefix=_staging_prefix(out_dir), dir=existing))
+    except OSError as err:
+        raise RenderError(f"{out_dir}: cannot write the render: {err.strerror or err}") from None
+
+
 def _check_replaceable_dir(out_dir: Path) -> None:
     if out_dir.is_symlink() or (out_dir.exists() and not out_dir.is_dir()):
         raise RenderError(f"{out_dir}: exists and is not a directory")
@@ -503,6 +513,7 @@ def render_stack(project_dir: Path, stack: str, out_dir: Path) -> RenderResult:
     # Before running anything: without schemas for the cluster's version nothing can be checked.
     kubernetes_schema = schema_version(stack_config.cluster.kubernetes_version, source=stack_config.source)
     _check_replaceable(out_dir)  # again when publishing; this early one saves running the program
+    _probe_writable(out_dir)
     stack_run = _run_validated(project_dir, stack, stack_config)
     run = stack_run.run
     files = render_files(run, kubernetes_schema, secret_config=bool(stack_run.secret_keys))
