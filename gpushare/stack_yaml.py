@@ -15,7 +15,7 @@ import yaml
 __all__ = ["StackFileLoader", "load_cli_yaml"]
 
 
-class StackFileLoader(yaml.SafeLoader):
+class StackFileLoader(yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader):  # type: ignore[misc]
     """YAML 1.2 core-schema scalars like gopkg.in/yaml.v3: only true/True/TRUE/false/... are booleans
     (`yes`, `on` stay strings), dates stay strings, `0o17`/`0x1F` are ints; duplicate keys are errors."""
 

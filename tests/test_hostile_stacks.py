@@ -105,8 +105,7 @@ CASES = [
     ),
     Bad(
         "unclosed-bracket",
-        f"{F}: not valid YAML: line 3, column 1: expected the node content, but found '<stream end>' while parsing a "
-        "flow node",
+        f"{F}: not valid YAML: line 3, column 1: did not find expected node content while parsing a flow node",
         text=b"config:\n  gpushare:pools: [\n",
     ),
     Bad(
@@ -116,7 +115,7 @@ CASES = [
     ),
     Bad(
         "tab-indent",
-        f"{F}: not valid YAML: line 2, column 1: found character '\\t' that cannot start any token while scanning for the next token",
+        f"{F}: not valid YAML: line 2, column 1: found character that cannot start any token while scanning for the next token",
         text=b"config:\n\tgpushare:pools: []\n",
     ),
     Bad("top-level-list", f"{F}: expected a mapping with a `config:` mapping", text=b"- config\n"),
@@ -652,3 +651,78 @@ def test_a_few_as_real_subprocesses(tmp_path: Path) -> None:
         assert err.splitlines()[0] == case.expected, (case.id, command)
         assert "Traceback" not in err
         assert not (project / "out").exists()
+
+
+def _stack_with_pools(count: int) -> dict[str, Any]:
+    document = copy.deepcopy(PROD)
+    config = document["config"]
+    config["gpushare:sharing"]["devicePlugin"]["managedPlugin"] = {"action": "park"}
+    template = config["gpushare:pools"][0]
+    config["gpushare:pools"] = [{**copy.deepcopy(template), "name": f"l20-{index}"} for index in range(count)]
+    return document
+
+
+def test_a_stack_too_large_for_the_policy_pack_environment(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The CLI hands a pack the config in PULUMI_CONFIG; Linux caps one variable at 131072 bytes. One
+    L20 pool of prod's shape takes ~290 bytes of it, so 450 pools (~130 KiB) do not fit, 340 (~99 KiB)
+    do but get a warning from plan (and render)."""
+    (tmp_path / "Pulumi.big.yaml").write_text(yaml.safe_dump(_stack_with_pools(450)))
+    (tmp_path / "Pulumi.near.yaml").write_text(yaml.safe_dump(_stack_with_pools(340)))
+    assert main(["check", "--stack", "big", "--dir", str(tmp_path)], io.StringIO()) == 1
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("Pulumi.big.yaml: the stack config is 1")
+    assert "Linux caps one at 128 KiB (MAX_ARG_STRLEN)" in line
+    assert main(["plan", "--stack", "near", "--dir", str(tmp_path)], io.StringIO()) == 0
+    (warning,) = capsys.readouterr().err.splitlines()
+    assert warning.startswith("warning: Pulumi.near.yaml: the stack config is 9")
+    assert main(["plan", "--stack", "prod", "--dir", str(PROJECT_DIR)], io.StringIO()) == 0
+    assert capsys.readouterr().err == ""  # prod is ~1 KiB: no warning
+
+
+def test_an_all_exclusive_stack_prints_no_fallback_replicas(tmp_path: Path) -> None:
+    document = copy.deepcopy(PROD)
+    config = document["config"]
+    config["gpushare:sharing"]["devicePlugin"]["managedPlugin"] = {"action": "park"}
+    for pool in config["gpushare:pools"]:
+        pool["sharing"] = {"mode": "exclusive"}
+    (tmp_path / "Pulumi.whole.yaml").write_text(yaml.safe_dump(document))
+    out = io.StringIO()
+    assert main(["plan", "--stack", "whole", "--dir", str(tmp_path)], out) == 0
+    assert out.getvalue().rstrip().endswith("2 schedulable GPU slots against 2 before sharing.")
+    assert "fallback" not in out.getvalue()
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        "nvcr.io/nvidia/k8s-device-plugin:v0.17.1",
+        "nvcr.io/nvidia/k8s-device-plugin@sha256:" + "0123456789abcdef" * 4,
+        "nvcr.io/nvidia/k8s-device-plugin:v0.17.1@sha256:" + "0123456789abcdef" * 4,
+        "localhost:5000/nvidia/k8s-device-plugin:v0.17.1",
+    ],
+)
+def test_pinned_image_references_are_accepted(image: str, tmp_path: Path) -> None:
+    document = copy.deepcopy(PROD)
+    document["config"]["gpushare:sharing"]["devicePlugin"]["image"] = image
+    (tmp_path / "Pulumi.img.yaml").write_text(yaml.safe_dump(document))
+    assert stack_config.load_stack(tmp_path, "img").plugin.plugin_image == image
+
+
+def test_valid_labels_taints_and_secure_credentials_are_accepted(tmp_path: Path) -> None:
+    document = copy.deepcopy(PROD)
+    config = document["config"]
+    config["tencentcloud:secretId"] = {"secure": "v1:abc:def"}
+    config["tencentcloud:region"] = "ap-shanghai-fsi"
+    pool = config["gpushare:pools"][0]
+    pool["labels"] = {"example.com/team": "nlp", "tier": "", "a_b.c-d": "A_b.C-9"}
+    pool["taints"] = [
+        {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"},
+        {"key": "gpu", "effect": "NoExecute"},
+    ]
+    pool["sharing"]["measuredAt"] = "2025-06-01T10:00:00+08:00"
+    (tmp_path / "Pulumi.ok.yaml").write_text(yaml.safe_dump(document))
+    stack = stack_config.load_stack(tmp_path, "ok")
+    assert stack.pools[0].labels["a_b.c-d"] == "A_b.C-9"
+    assert stack.region == "ap-shanghai-fsi"
