@@ -693,7 +693,10 @@ def _credential_problems(values: Mapping[str, Any], secrets: set[str], source: s
 
 def _describe(err: ValidationError, source: str) -> list[str]:
     lines = []
-    for detail in err.errors():
+    details = err.errors()
+    for detail in details:
+        if detail["type"] == "too_short" and _has_errors_below(detail["loc"], details):
+            continue  # pydantic counts only the valid items: "needs at least 1" would be false
         loc: list[int | str] = list(detail["loc"])
         message = _message(detail)
         if message.startswith("@"):
@@ -703,6 +706,10 @@ def _describe(err: ValidationError, source: str) -> list[str]:
             loc.append("mode")  # the tag is what is wrong, not the whole `sharing` mapping
         lines.append(f"{source}: {_key_path(loc)}: {message}")
     return lines
+
+
+def _has_errors_below(loc: Sequence[int | str], details: Sequence[Mapping[str, Any]]) -> bool:
+    return any(len(d["loc"]) > len(loc) and tuple(d["loc"][: len(loc)]) == tuple(loc) for d in details)
 
 
 _SUBPATH_PART = re.compile(r'\.?(?P<key>[^.\["]+)|\[(?P<index>\d+)\]|\[(?P<quoted>"(?:[^"\\]|\\.)*")\]')

@@ -726,3 +726,17 @@ def test_valid_labels_taints_and_secure_credentials_are_accepted(tmp_path: Path)
     stack = stack_config.load_stack(tmp_path, "ok")
     assert stack.pools[0].labels["a_b.c-d"] == "A_b.C-9"
     assert stack.region == "ap-shanghai-fsi"
+
+
+def test_invalid_pools_bring_no_false_too_short(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """When every pool is invalid, pydantic also reports the pools list as too short (it counts the valid
+    ones): only the pools' own errors are shown."""
+    document = copy.deepcopy(PROD)
+    document["config"]["gpushare:pools"][0]["nodes"]["min"] = -1
+    document["config"]["gpushare:pools"][1]["sharing"]["mode"] = "bogus"
+    (tmp_path / F).write_text(yaml.safe_dump(document))
+    assert main(["plan", "--stack", "bad", "--dir", str(tmp_path)], io.StringIO()) == 1
+    assert capsys.readouterr().err.splitlines() == [
+        f"{F}: gpushare:pools[0].nodes.min: must be >= 0",
+        f"{F}: gpushare:pools[1].sharing.mode: must be one of 'time-slicing', 'mig', 'exclusive'",
+    ]
