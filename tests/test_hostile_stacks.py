@@ -608,6 +608,7 @@ def test_every_command_refuses_a_bad_stack_alike(
     before = _listing(tmp_path)
     expected = case.expected.replace("{path}", str(path))
     for command, argv in COMMANDS.items():
+        argv = [str(tmp_path / part) if part.startswith("out/") else part for part in argv]
         code = main([*argv, "--dir", str(tmp_path)], io.StringIO())
         err = capsys.readouterr().err
         assert code != 0, command
@@ -740,3 +741,13 @@ def test_invalid_pools_bring_no_false_too_short(tmp_path: Path, capsys: pytest.C
         f"{F}: gpushare:pools[0].nodes.min: must be >= 0",
         f"{F}: gpushare:pools[1].sharing.mode: must be one of 'time-slicing', 'mig', 'exclusive'",
     ]
+
+
+@pytest.mark.parametrize("name", ["../prod", "a/b", "prod yaml", ""])
+def test_a_path_is_not_a_stack_name_for_any_command(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    for command, argv in COMMANDS.items():
+        argv = [name if part == "bad" else part for part in argv]
+        assert main([*argv, "--dir", str(PROJECT_DIR)], io.StringIO()) == 1, command
+        assert capsys.readouterr().err.splitlines() == [
+            f"not a stack name: {name!r} (letters, digits, '_', '.' and '-')"
+        ], command
