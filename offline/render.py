@@ -15,7 +15,9 @@ cluster version's schema; Helm releases as values files) and `tke/` (node-pool a
 pre-start script decoded next to them). Values at secret input paths are written as `<secret>`, and
 a render in which a secret value shows up anywhere else is refused.
 Everything is assembled and checked in memory, written to a temporary directory beside DIR and only
-then renamed into place, so a failed render leaves DIR as it was.
+then renamed into place, so a failed render leaves DIR as it was. Ctrl-C and SIGTERM remove the
+temporary directory on the way out; one left by a SIGKILLed render is swept by the next render of DIR
+(renders into one parent directory take turns on a lock, so a live render's is never swept).
 """
 
 from __future__ import annotations
