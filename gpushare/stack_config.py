@@ -569,6 +569,8 @@ CONFIG_ENV_LIMIT_BYTES = 128 * 1024
 CONFIG_ENV_WARN_BYTES = 96 * 1024
 # Larger files are not stack files: refused before parsing (YAML parsing is not bounded otherwise).
 MAX_STACK_FILE_BYTES = 4 * 1024 * 1024
+# Values after alias expansion: a 2000-pool stack holds ~50 000; an alias bomb holds billions.
+MAX_STACK_VALUES = 1_000_000
 
 
 def _read_stack_document(path: Path) -> Any:
@@ -594,11 +596,44 @@ def _read_stack_document(path: Path) -> Any:
             source=source,
         ) from None
     try:
-        return load_cli_yaml(text)
+        document = load_cli_yaml(text)
     except yaml.YAMLError as err:
         raise ConfigError(f"not valid YAML: {_yaml_problem(err)}", source=source) from None
     except RecursionError:
         raise ConfigError("not valid YAML: nested too deeply", source=source) from None
+    if _expands_beyond(document, MAX_STACK_VALUES):
+        # PyYAML shares aliased objects, but everything after it (JSON, validation) would expand them.
+        raise ConfigError(
+            f"expands to more than {MAX_STACK_VALUES} values (YAML aliases referring to aliases)",
+            source=source,
+        )
+    return document
+
+
+def _expands_beyond(document: Any, limit: int) -> bool:
+    """Whether `document`, with every alias expanded, holds more than `limit` values. Shared (aliased)
+    containers are sized once, so this costs what the file holds, not what it expands to; a container
+    that contains itself (`&a [*a]`) expands forever."""
+    sizes: dict[int, int] = {}
+    open_containers: set[int] = set()
+    pending: list[tuple[Any, bool]] = [(document, False)]
+    while pending:
+        node, children_sized = pending.pop()
+        if not isinstance(node, dict | list) or id(node) in sizes:
+            continue
+        children = list(node.values()) if isinstance(node, dict) else node
+        if children_sized:
+            open_containers.discard(id(node))
+            sizes[id(node)] = 1 + sum(sizes.get(id(child), 1) for child in children)
+            if sizes[id(node)] > limit:
+                return True
+            continue
+        if id(node) in open_containers:
+            return True  # reached again before it was sized: it contains itself
+        open_containers.add(id(node))
+        pending.append((node, True))
+        pending.extend((child, False) for child in children)
+    return False
 
 
 def _yaml_problem(err: yaml.YAMLError) -> str:

@@ -118,6 +118,26 @@ CASES = [
         f"{F}: not valid YAML: line 2, column 1: found character that cannot start any token while scanning for the next token",
         text=b"config:\n\tgpushare:pools: []\n",
     ),
+    Bad(
+        "alias-bomb",
+        f"{F}: expands to more than 1000000 values (YAML aliases referring to aliases)",
+        text=b"config:\n  a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n"
+        + b"".join(
+            b"  a%d: &a%d [*a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d]\n"
+            % ((i, i) + (i - 1,) * 10)
+            for i in range(1, 9)
+        ),
+    ),
+    Bad(
+        "alias-cycle",
+        f"{F}: expands to more than 1000000 values (YAML aliases referring to aliases)",
+        text=b"config:\n  gpushare:pools: &loop [*loop]\n",
+    ),
+    Bad(
+        "huge-file",
+        f"{F}: larger than 4 MiB; not a stack file",
+        text=b"config:\n" + b"  # padding\n" * 400_000,
+    ),
     Bad("top-level-list", f"{F}: expected a mapping with a `config:` mapping", text=b"- config\n"),
     Bad("config-list", f"{F}: expected a mapping with a `config:` mapping", text=b"config: [a, b]\n"),
     Bad(
