@@ -21,13 +21,15 @@ class GpuNodePoolArgs:
     # MIG pools: the shell script that partitions the GPUs before the kubelet starts.
     pre_start_script: str | None = None
     protect: bool = False
+    # TKE's switch label for its own device plugin: `disable` opts the pool out of it (managedPlugin optOut).
+    device_enable: str = kube_names.DEVICE_ENABLE_VALUE
 
 
 def node_labels(args: GpuNodePoolArgs) -> dict[str, str]:
     pool = args.pool
     labels = {
         **pool.labels,
-        kube_names.LABEL_DEVICE_ENABLE: kube_names.DEVICE_ENABLE_VALUE,
+        kube_names.LABEL_DEVICE_ENABLE: args.device_enable,
         kube_names.LABEL_PLUGIN_CONFIG: pool.config_key,
         kube_names.LABEL_GPU_MODEL: pool.gpu,
         kube_names.LABEL_POOL: pool.name,

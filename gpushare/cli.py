@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TextIO
 
-from gpushare import catalog, device_plugin_config, mig_parted
+from gpushare import advise_cli, catalog, device_plugin_config, mig_parted
 from gpushare.errors import GpushareError
 from gpushare.plan import build_plan, capacity_json, capacity_table
 from gpushare.stack_config import CONFIG_ENV_LIMIT_BYTES, CONFIG_ENV_WARN_BYTES, StackConfig, load_stack
@@ -193,6 +193,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--policy-config", metavar="FILE", help="a --policy-pack-config JSON file")
     p.add_argument("--dir", default=str(PROJECT_DIR), help="the Pulumi project directory")
     p.set_defaults(run=_offline("offline.check", "cmd_check"))
+
+    advise_cli.add_parser(sub)
     return parser
 
 

@@ -193,7 +193,11 @@ def test_staging_helm_values_and_mig_pre_start_script(rendered: dict[str, Render
     assert sorted(values["config"]["map"]) == ["any", "h20", "l20"]
     assert values["config"]["default"] == "any"
     h20 = yaml.safe_load(values["config"]["map"]["h20"])
-    assert h20["sharing"]["timeSlicing"]["resources"] == [{"name": "nvidia.com/mig-1g.12gb", "replicas": 2}]
+    # floor(0.9 x 11264 / 4621) = 2 per 1g.12gb; floor(0.9 x 22138 / 4621) = 4 per 1g.24gb
+    assert h20["sharing"]["timeSlicing"]["resources"] == [
+        {"name": "nvidia.com/mig-1g.12gb", "replicas": 2},
+        {"name": "nvidia.com/mig-1g.24gb", "replicas": 4},
+    ]
     assert "    h20: |\n" in text
     assert not any(
         f.startswith("manifests/daemonset_") for f in staging.files
@@ -201,10 +205,10 @@ def test_staging_helm_values_and_mig_pre_start_script(rendered: dict[str, Render
 
     node_pool_text = read(staging, "tke/gpushare-h20.yaml")
     node_pool = yaml.safe_load(node_pool_text)
-    assert node_pool["labels"]["nvidia.com/mig.config"] == "all-1g.12gb"
+    assert node_pool["labels"]["nvidia.com/mig.config"] == "h20-6x1g.12gb-1x1g.24gb"
     script = read(staging, "tke/gpushare-h20.pre-start.sh")
     assert script == base64.b64decode(node_pool["nodeConfig"]["preStartUserScript"]).decode()
-    assert script.startswith("#!/bin/bash\n") and "nvidia-smi mig -cgi 19,19,19,19,19,19,19 -C" in script
+    assert script.startswith("#!/bin/bash\n") and "nvidia-smi mig -cgi 15,19,19,19,19,19,19 -C" in script
     assert "decoded for review: gpushare-h20.pre-start.sh" in node_pool_text
     assert "preStartUserScript" not in load(staging, "tke/gpushare-l20.yaml")["nodeConfig"]
 
@@ -464,7 +468,9 @@ def test_a_broken_stack_file_exits_1_with_the_validators_message(
 ) -> None:
     project = copy_project(tmp_path / "project")
     stack_file = project / "Pulumi.prod.yaml"
-    stack_file.write_text(stack_file.read_text().replace("measuredMiB: 4621", "measuredMiB: -5"))
+    stack_file.write_text(
+        stack_file.read_text().replace("        measuredMiB: 4621", "        measuredMiB: -5", 1)
+    )
     with pytest.raises(ConfigError) as expected:
         load_stack_file(stack_file, "prod")
     out = tmp_path / "out"
