@@ -19,6 +19,7 @@ test: $(VENV)/.installed lint typecheck unit
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/shellcheck gpushare/node_files/*.sh tests/fixtures/fake_node/*
 
 typecheck: $(VENV)/.installed
 	$(VENV)/bin/mypy

@@ -1,5 +1,5 @@
-"""DevicePluginDaemonSets: one device-plugin DaemonSet per pool (plugin 0.14.5 has no per-node config
-selection, so each pool's DaemonSet reads its own key's file)."""
+"""DevicePluginDaemonSets: one device-plugin DaemonSet per pool, each reading its own key's file (TKE's
+mirrored 0.14.5 image is not known to carry the config-manager that picks a config per node)."""
 
 from __future__ import annotations
 
@@ -55,6 +55,8 @@ class DevicePluginDaemonSets(pulumi.ComponentResource):
     ) -> None:
         super().__init__("gpushare:k8s:DevicePluginDaemonSets", name, None, opts)
         self.daemonset_names = {}
+        # Pulumi does not pass a component's depends_on to its children; the DaemonSets themselves must wait
+        # (for the patch that parks or adopts TKE's plugin).
         for entry in args.entries:
             ds_name = plugin_pod.daemonset_name(entry.key)
             selector = plugin_pod.pod_selector_labels(entry.key)
@@ -72,8 +74,9 @@ class DevicePluginDaemonSets(pulumi.ComponentResource):
                         template=k8s.core.v1.PodTemplateSpecArgs(
                             metadata=k8s.meta.v1.ObjectMetaArgs(
                                 labels=selector,
-                                # The plugin never re-reads its file (seed pitfall 1): a new checksum rolls
-                                # exactly this pool's pods when its key changes.
+                                # The plugin re-reads its file only on SIGHUP or a kubelet restart, and
+                                # nothing sends either when the ConfigMap changes (seed pitfall 1): a new
+                                # checksum rolls exactly this pool's pods when its key changes.
                                 annotations={kube_names.ANNOTATION_CONFIG_SHA256: entry.sha256},
                             ),
                             spec=k8s.core.v1.PodSpecArgs(
@@ -101,7 +104,7 @@ class DevicePluginDaemonSets(pulumi.ComponentResource):
                         ),
                     ),
                 ),
-                opts=pulumi.ResourceOptions(parent=self),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=opts.depends_on if opts else None),
             )
             self.daemonset_names[entry.key] = ds_name
         self.register_outputs({"daemonsets": self.daemonset_names})

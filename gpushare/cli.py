@@ -49,7 +49,7 @@ def cmd_catalog(args: argparse.Namespace, out: TextIO) -> int:
         )
     out.write("\nInstance types: ")
     out.write(", ".join(f"{t.name} = {t.gpus_per_node}x {t.gpu}" for t in catalog.INSTANCE_TYPES.values()))
-    out.write(" (H20: family UNVERIFIED, pools state gpusPerNode)\n")
+    out.write(" (other types: pools state gpusPerNode)\n")
     return 0
 
 

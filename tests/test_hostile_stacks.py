@@ -264,7 +264,8 @@ CASES = [
     ),
     Bad(
         "pool-name-too-long",
-        f"{F}: gpushare:pools[0].name: at most 25 characters",
+        f"{F}: gpushare:pools[0].name: the TKE node pool name gpushare-{'a' * 26} is 35 characters; TKE allows at "
+        "most 25 (pool names of up to 16 characters fit)",
         _set(f"{P0}|name", "a" * 26),
     ),
     Bad(
@@ -740,7 +741,7 @@ def test_valid_labels_taints_and_secure_credentials_are_accepted(tmp_path: Path)
     pool["labels"] = {"example.com/team": "nlp", "tier": "", "a_b.c-d": "A_b.C-9"}
     pool["taints"] = [
         {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"},
-        {"key": "gpu", "effect": "NoExecute"},
+        {"key": "gpu", "value": "", "effect": "NoExecute"},
     ]
     pool["sharing"]["measuredAt"] = "2025-06-01T10:00:00+08:00"
     (tmp_path / "Pulumi.ok.yaml").write_text(yaml.safe_dump(document))

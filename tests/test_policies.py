@@ -66,6 +66,7 @@ REQUIRED_NAMES = {
     "one-device-plugin-per-node",
     "plugin-restarts-on-config-change",
     "mig-only-on-mig-capable-gpus",
+    "mig-driver-supported",
     "mig-time-slicing-needs-mixed",
     "helm-chart-pinned",
     "helm-plugin-schedulable",
@@ -951,6 +952,29 @@ def test_mig_layout_underused_reads_a_hand_edited_mig_parted_config(use_stack: C
     (message,) = messages_of("mig-layout-underused", [edited])
     assert 'ConfigMap kube-system/gpushare-mig-parted-config-h20 key "config.yaml"' in message
     assert "mig-configs.all-1g.12gb[0] (pool h20): MIG layout 7x 1g.12gb yields 14" in message
+
+
+def test_a_mig_pool_must_not_ask_for_a_driver_too_old_for_mig(
+    staging: Program, use_stack: Callable[..., None]
+) -> None:
+    use_stack("staging")
+    h20, l20 = staging.get("gpushare-h20-pool"), staging.get("gpushare-l20-pool")
+    assert messages_of("mig-driver-supported", staging.resources) == []  # no driver chosen: TKE's default
+
+    def with_driver(pool: Res, version: str) -> Res:
+        changed = copy.deepcopy(pool)
+        changed.props["nodeConfig"]["gpuArgs"]["driver"] = {"version": version, "name": f"NVIDIA-{version}"}
+        return changed
+
+    # NVIDIA's floor for H20 MIG is 535.161.07: an earlier 535 release and an older branch are refused.
+    for too_old in ("535.104.05", "470.82.01", "525"):
+        (message,) = messages_of("mig-driver-supported", [with_driver(h20, too_old)])
+        assert f"driver {too_old} is too old for MIG on H20" in message and "535.161.07" in message
+    # The floor itself, newer ones, and a bare branch that may hold a good release pass.
+    for fine in ("535.161.07", "535.183.01", "550.54.15", "535"):
+        assert messages_of("mig-driver-supported", [with_driver(h20, fine)]) == []
+    # Without MIG the rule does not apply (L20 time-slicing on an old driver).
+    assert messages_of("mig-driver-supported", [with_driver(l20, "470.82.01")]) == []
 
 
 def test_mig_time_slicing_needs_the_mixed_strategy(staging: Program) -> None:

@@ -261,8 +261,9 @@ def test_staging_h20_pool_is_partitioned_and_time_sliced(staging: ProgramRun) ->
     assert h20.inputs["labels"]["nvidia.com/mig.config"] == "h20-6x1g.12gb-1x1g.24gb"
     assert h20.inputs["labels"]["nvidia.com/gpu.present"] == "true"  # chart >= 0.15 without NFD
     script = base64.b64decode(h20.inputs["nodeConfig"]["preStartUserScript"]).decode()
-    assert "nvidia-smi -mig 1" in script
-    assert "nvidia-smi mig -cgi 15,19,19,19,19,19,19 -C" in script
+    # The script installs the boot-time unit; the layout goes by profile name (tests/test_mig_setup.py).
+    assert "MIG_PROFILES=" + ",".join(["1g.24gb"] + ["1g.12gb"] * 6) + "\n" in script
+    assert "systemctl enable gpushare-mig.service" in script
     mig_parted = only(staging, CONFIG_MAP, named("gpushare-mig-parted-config-h20")).inputs["data"][
         "config.yaml"
     ]

@@ -94,7 +94,7 @@ def test_every_stack_renders_consistent_files(rendered: dict[str, RenderResult],
     assert records[0]["type"] == "pulumi:pulumi:Stack"
     assert set(records[1]) == {
         *("type", "name", "urn", "parent", "custom", "provider", "protect", "dependencies", "inputs"),
-        "secretInputs",
+        *("secretInputs", "replaceOnChanges"),
     }
     assert json.loads(read(result, "outputs.json")) == result.outputs
     assert json.loads(read(result, "capacity.json")) == result.outputs["capacity"]
@@ -208,8 +208,19 @@ def test_staging_helm_values_and_mig_pre_start_script(rendered: dict[str, Render
     assert node_pool["labels"]["nvidia.com/mig.config"] == "h20-6x1g.12gb-1x1g.24gb"
     script = read(staging, "tke/gpushare-h20.pre-start.sh")
     assert script == base64.b64decode(node_pool["nodeConfig"]["preStartUserScript"]).decode()
-    assert script.startswith("#!/bin/bash\n") and "nvidia-smi mig -cgi 15,19,19,19,19,19,19 -C" in script
+    assert script.startswith("#!/bin/bash\n") and "systemctl enable gpushare-mig.service" in script
+    assert node_pool["nodeConfig"]["userData"] == node_pool["nodeConfig"]["preStartUserScript"]
     assert "decoded for review: gpushare-h20.pre-start.sh" in node_pool_text
+    # What the script installs, next to it for review: the unit, its script and the layout.
+    unit = read(staging, "tke/gpushare-h20.gpushare-mig.service")
+    assert "Before=kubelet.service" in unit.splitlines()
+    assert read(staging, "tke/gpushare-h20.gpushare-mig-setup").startswith("#!/bin/bash\n")
+    assert "MIG_PROFILES=" + ",".join(["1g.24gb"] + ["1g.12gb"] * 6) + "\n" in read(
+        staging, "tke/gpushare-h20.mig.env"
+    )
+    assert "#   it installs /etc/systemd/system/gpushare-mig.service: gpushare-h20.gpushare-mig.service" in (
+        node_pool_text
+    )
     assert "preStartUserScript" not in load(staging, "tke/gpushare-l20.yaml")["nodeConfig"]
 
 
