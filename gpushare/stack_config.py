@@ -369,6 +369,8 @@ class Pool(_Model):
     @classmethod
     def _node_labels(cls, value: dict[str, str]) -> dict[str, str]:
         for key, label in value.items():
+            if tke_limits.key_problem(key):
+                continue  # TKE's own limit names it (`_tke_label_and_taint_limits`)
             problem = kube_syntax.qualified_name_problem(key)
             if problem is None and key in kube_names.NODE_LABELS_SET_BY_GPUSHARE:
                 problem = (
@@ -383,24 +385,17 @@ class Pool(_Model):
     @field_validator("taints")
     @classmethod
     def _node_taints(cls, value: tuple[dict[str, str], ...]) -> tuple[dict[str, str], ...]:
+        # Kubernetes' syntax of the key and value; which fields a taint needs and its effects are TKE's
+        # limits (`_tke_label_and_taint_limits`).
         for index, taint in enumerate(value):
-            unknown = sorted(set(taint) - {"key", "value", "effect"})
-            if unknown:
-                raise _at(f"[{index}].{unknown[0]}", "unknown key (a taint has key, value and effect)")
-            for field in ("key", "effect"):
-                if field not in taint:
-                    raise _at(f"[{index}].{field}", "required")
-            problem = kube_syntax.qualified_name_problem(taint["key"])
-            if problem:
-                raise _at(f"[{index}].key", problem)
+            key = taint.get("key")
+            if key and not tke_limits.key_problem(key):
+                problem = kube_syntax.qualified_name_problem(key)
+                if problem:
+                    raise _at(f"[{index}].key", problem)
             problem = kube_syntax.label_value_problem(taint.get("value", ""))
             if problem:
                 raise _at(f"[{index}].value", problem)
-            if taint["effect"] not in kube_syntax.TAINT_EFFECTS:
-                raise _at(
-                    f"[{index}].effect",
-                    f"{taint['effect']!r} is not a taint effect ({', '.join(kube_syntax.TAINT_EFFECTS)})",
-                )
         return value
 
     @field_validator("name")

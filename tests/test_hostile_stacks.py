@@ -478,14 +478,17 @@ CASES = [
     ),
     Bad(
         "taint-effect",
-        f"{F}: gpushare:pools[0].taints[0].effect: 'Nope' is not a taint effect (NoSchedule, PreferNoSchedule, "
-        "NoExecute)",
+        f"{F}: gpushare:pools[0].taints[0].effect: 'Nope' is not one of NoSchedule, PreferNoSchedule, NoExecute",
         _set(f"{P0}|taints", [{"key": "gpu", "value": "true", "effect": "Nope"}]),
     ),
     Bad(
         "taint-without-key",
-        f"{F}: gpushare:pools[0].taints[1].key: required",
-        _set(f"{P0}|taints", [{"key": "gpu", "effect": "NoSchedule"}, {"effect": "NoSchedule"}]),
+        f"{F}: gpushare:pools[0].taints[1].key: required: TKE's provider takes a taint only with key, value and "
+        "effect",
+        _set(
+            f"{P0}|taints",
+            [{"key": "gpu", "value": "", "effect": "NoSchedule"}, {"value": "", "effect": "NoSchedule"}],
+        ),
     ),
     Bad(
         "taint-bad-key",
@@ -499,8 +502,8 @@ CASES = [
     ),
     Bad(
         "taint-unknown-field",
-        f"{F}: gpushare:pools[0].taints[0].operator: unknown key (a taint has key, value and effect)",
-        _set(f"{P0}|taints", [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}]),
+        f"{F}: gpushare:pools[0].taints[0].operator: unknown taint field (TKE takes key, value, effect)",
+        _set(f"{P0}|taints", [{"key": "gpu", "value": "x", "operator": "Exists", "effect": "NoSchedule"}]),
     ),
     # --- device plugin, Helm and TKE's managed plugin
     Bad(
