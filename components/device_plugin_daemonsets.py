@@ -34,7 +34,9 @@ def plugin_container(entry: PluginConfigEntry, image: str) -> k8s.core.v1.Contai
             limits=dict(plugin_pod.RESOURCES), requests=dict(plugin_pod.RESOURCES)
         ),
         security_context=k8s.core.v1.SecurityContextArgs(
-            capabilities=k8s.core.v1.CapabilitiesArgs(drop=["ALL"])
+            allow_privilege_escalation=plugin_pod.ALLOW_PRIVILEGE_ESCALATION,
+            read_only_root_filesystem=plugin_pod.READ_ONLY_ROOT_FILESYSTEM,
+            capabilities=k8s.core.v1.CapabilitiesArgs(drop=list(plugin_pod.DROPPED_CAPABILITIES)),
         ),
         volume_mounts=[
             k8s.core.v1.VolumeMountArgs(
@@ -67,6 +69,7 @@ class DevicePluginDaemonSets(pulumi.ComponentResource):
                         name=ds_name,
                         namespace=args.namespace,
                         labels={kube_names.LABEL_MANAGED_BY: "pulumi", kube_names.LABEL_POOL: entry.key},
+                        annotations=plugin_pod.scanner_exceptions(args.image),
                     ),
                     spec=k8s.apps.v1.DaemonSetSpecArgs(
                         selector=k8s.meta.v1.LabelSelectorArgs(match_labels=selector),
@@ -85,6 +88,12 @@ class DevicePluginDaemonSets(pulumi.ComponentResource):
                                 ),
                                 tolerations=[k8s.core.v1.TolerationArgs(operator="Exists")],
                                 priority_class_name=plugin_pod.PRIORITY_CLASS,
+                                automount_service_account_token=plugin_pod.AUTOMOUNT_SERVICE_ACCOUNT_TOKEN,
+                                security_context=k8s.core.v1.PodSecurityContextArgs(
+                                    seccomp_profile=k8s.core.v1.SeccompProfileArgs(
+                                        type=plugin_pod.SECCOMP_PROFILE
+                                    )
+                                ),
                                 containers=[plugin_container(entry, args.image)],
                                 volumes=[
                                     k8s.core.v1.VolumeArgs(

@@ -79,7 +79,11 @@ ADVISORY_NAMES = {
     "mig-layout-underused",
     "cli-flag-overrides-config",
     "time-slicing-measurement-fresh",
+    "plugin-image-pinned",
 }
+# What the repo's stacks are expected to be advised about: placeholder measurement dates, and the tag-only
+# image of TKE's plugin (its digest is the cluster's to read, not ours to invent).
+EXPECTED_ADVISORIES = {"time-slicing-measurement-fresh", "plugin-image-pinned"}
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -447,8 +451,9 @@ def test_the_programs_resources_pass_every_mandatory_policy(
     use_stack(stack_name)
     found = all_messages(program(stack_name).resources)
     assert mandatory(found) == {}
-    # The seed's measurements date from 2025-06-01: only the age advisory speaks.
-    assert set(found) <= {"time-slicing-measurement-fresh"}
+    # The seed's measurements date from 2025-06-01, and TKE's plugin image is known by tag only: only
+    # those two advisories speak.
+    assert set(found) <= EXPECTED_ADVISORIES
 
 
 @pytest.mark.parametrize("stack_name", ["prod", "staging"])
@@ -482,7 +487,7 @@ def test_the_real_program_run_offline_passes_every_mandatory_policy(
     }
     found = all_messages(resources)
     assert mandatory(found) == {}
-    assert set(found) <= {"time-slicing-measurement-fresh"}
+    assert set(found) <= EXPECTED_ADVISORIES
 
 
 def _seed_scenarios() -> list[Any]:
@@ -1128,3 +1133,19 @@ def test_the_charts_default_key_must_exist(staging: Program, use_stack: Callable
     (unresolved,) = messages_of("config-key-exists", with_config(default=None))
     assert "no config.default and no fallback strategy (named, single) resolves" in unresolved
     assert messages_of("config-key-exists", with_config(default=None, fallbackStrategies=["empty"])) == []
+
+
+def test_tag_only_plugin_images_are_advised_and_digests_pass(prod: Program) -> None:
+    plugin = prod.get("gpushare-plugins-l20")
+    (message,) = messages_of("plugin-image-pinned", [plugin])
+    assert "sgccr.ccs.tencentyun.com/tkeimages/nvidia-device-plugin:v0.14.5 is named by tag only" in message
+    digest = "sha256:" + "0123456789abcdef" * 4  # 64 hex digits, as an OCI sha256 digest has
+    for image in (
+        f"sgccr.ccs.tencentyun.com/tkeimages/nvidia-device-plugin:v0.14.5@{digest}",
+        f"nvcr.io/nvidia/k8s-device-plugin@{digest}",
+    ):
+        pinned = copy.deepcopy(plugin)
+        pinned.props["spec"]["template"]["spec"]["containers"][0]["image"] = image
+        assert messages_of("plugin-image-pinned", [pinned]) == []
+    # TKE's DaemonSet patch sets no image: nothing of ours to pin.
+    assert messages_of("plugin-image-pinned", [prod.get("gpushare-managed-plugin-patch")]) == []

@@ -207,6 +207,26 @@ def test_prod_l20_daemonset_equals_the_seed_apart_from_deliberate_additions(prod
     # 3. no `--mig-strategy=single`: a CLI flag overrides the file's `migStrategy: none`.
     seed_args = seed["spec"]["template"]["spec"]["containers"][0]["args"]
     seed_args.remove("--mig-strategy=single")
+    # 4. hardening (issue #17): no privilege escalation, read-only root, RuntimeDefault seccomp, no
+    #    service-account token — on top of the seed's dropped capabilities.
+    pod = ours["spec"]["template"]["spec"]
+    assert pod.pop("automountServiceAccountToken") is False
+    assert pod.pop("securityContext") == {"seccompProfile": {"type": "RuntimeDefault"}}
+    container_security = pod["containers"][0]["securityContext"]
+    assert container_security.pop("allowPrivilegeEscalation") is False
+    assert container_security.pop("readOnlyRootFilesystem") is True
+    # 5. checkov's skip annotations, each with its reason: the checks that do not apply to a device
+    #    plugin (no probes, root for the hostPath socket, ...) and the tag-only image TKE ships.
+    skipped = {value.partition("=")[0] for value in ours["metadata"].pop("annotations").values()}
+    assert skipped == {
+        "CKV_K8S_8",
+        "CKV_K8S_9",
+        "CKV_K8S_23",
+        "CKV_K8S_40",
+        "CKV_K8S_15",
+        "CKV2_K8S_6",
+        "CKV_K8S_43",
+    }
     assert ours == seed
 
 
