@@ -1,7 +1,8 @@
-"""Bad stack files through `plan`, `render` and `check`: one verdict, one first line, nothing written.
+"""Bad stack files through `plan`, `render`, `check` (and `verify`): one verdict, one first line,
+nothing written.
 
 Every case is a stack file a new user or an adversary could write. Each runs through the CLI's own
-entry point (`gpushare.cli.main`) as all three commands; a few run as real subprocesses. The expected
+entry point (`gpushare.cli.main`) as every command; a few run as real subprocesses. The expected
 first line is written down here, not taken from the code: it names the file, the exact key path (as
 `pulumi config set --path` writes it) and what is wrong.
 """
@@ -611,6 +612,8 @@ COMMANDS = {
     "plan": ["plan", "--stack", "bad"],
     "render": ["render", "--stack", "bad", "--out", "out/bad"],
     "check": ["check", "--stack", "bad"],
+    # Refused at load, before any cluster is contacted (the kubeconfig named here does not exist).
+    "verify": ["verify", "--stack", "bad", "--kubeconfig", "/nonexistent/kubeconfig"],
 }
 
 
@@ -771,7 +774,7 @@ def test_invalid_pools_bring_no_false_too_short(tmp_path: Path, capsys: pytest.C
 def test_a_path_is_not_a_stack_name_for_any_command(name: str, capsys: pytest.CaptureFixture[str]) -> None:
     for command, argv in COMMANDS.items():
         argv = [name if part == "bad" else part for part in argv]
-        assert main([*argv, "--dir", str(PROJECT_DIR)], io.StringIO()) == 1, command
+        assert main([*argv, "--dir", str(PROJECT_DIR)], io.StringIO()) != 0, command
         assert capsys.readouterr().err.splitlines() == [
             f"not a stack name: {name!r} (letters, digits, '_', '.' and '-')"
         ], command
