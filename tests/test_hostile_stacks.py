@@ -682,10 +682,13 @@ def test_a_few_as_real_subprocesses(tmp_path: Path) -> None:
 
 
 def _stack_with_pools(count: int) -> dict[str, Any]:
+    """prod with `count` L20 pools, each with a 2000-character `source` note (few pools, large config:
+    the size is what counts, and planning few pools is quick)."""
     document = copy.deepcopy(PROD)
     config = document["config"]
     config["gpushare:sharing"]["devicePlugin"]["managedPlugin"] = {"action": "park"}
     template = config["gpushare:pools"][0]
+    template["sharing"]["source"] = "x" * 2000
     config["gpushare:pools"] = [{**copy.deepcopy(template), "name": f"l20-{index}"} for index in range(count)]
     return document
 
@@ -693,11 +696,11 @@ def _stack_with_pools(count: int) -> dict[str, Any]:
 def test_a_stack_too_large_for_the_policy_pack_environment(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The CLI hands a pack the config in PULUMI_CONFIG; Linux caps one variable at 131072 bytes. One
-    L20 pool of prod's shape takes ~290 bytes of it, so 450 pools (~130 KiB) do not fit, 340 (~99 KiB)
-    do but get a warning from plan (and render)."""
-    (tmp_path / "Pulumi.big.yaml").write_text(yaml.safe_dump(_stack_with_pools(450)))
-    (tmp_path / "Pulumi.near.yaml").write_text(yaml.safe_dump(_stack_with_pools(340)))
+    """The CLI hands a pack the config in PULUMI_CONFIG; Linux caps one variable at 131072 bytes. Each of
+    these pools takes a little over 2000 + 250 bytes of it: 60 pools (> 135 000 bytes) do not fit, 45
+    (~101 000 bytes, above the 98 304-byte warning mark) fit but get a warning from plan (and render)."""
+    (tmp_path / "Pulumi.big.yaml").write_text(yaml.safe_dump(_stack_with_pools(60)))
+    (tmp_path / "Pulumi.near.yaml").write_text(yaml.safe_dump(_stack_with_pools(45)))
     assert main(["check", "--stack", "big", "--dir", str(tmp_path)], io.StringIO()) == 1
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith("Pulumi.big.yaml: the stack config is 1")
