@@ -111,6 +111,8 @@ class ClusterExpectation:
     config_map: ObjectRef
     workloads: tuple[PluginWorkload, ...]
     managed: ManagedPluginExpectation
+    fallback: str = "exclusive, one pod per GPU"
+    """What the fallback key gives a node whose label names no key (the plan's own words)."""
 
     def pool(self, name: str) -> PoolExpectation | None:
         return next((p for p in self.pools if p.name == name), None)
@@ -147,7 +149,8 @@ def per_node_resources(plan: PoolPlan) -> dict[str, int]:
 def selected_node_labels(stack: StackConfig, plan: PoolPlan) -> dict[str, str]:
     """The labels the pool's node pool sets that something in the cluster selects on."""
     pool = plan.pool
-    labels = dict(plugin_pod.node_selector(pool.config_key))
+    managed = stack.plugin.managed_plugin
+    labels = dict(plugin_pod.node_selector(pool.config_key, tke_switch=managed.action != "optOut"))
     labels[kube_names.LABEL_POOL] = pool.name
     if isinstance(pool.sharing, Mig):
         labels[kube_names.LABEL_MIG_CONFIG] = pool.sharing.config_name
@@ -231,6 +234,7 @@ def expected_cluster(stack: StackConfig, plan: SharingPlan | None = None) -> Clu
             container=managed.container_name,
             adopted=adopted,
         ),
+        fallback=plan.fallback.describe(),
     )
 
 

@@ -157,7 +157,7 @@ class ManagedPlugin(_Model):
 
 class DevicePlugin(_Model):
     mode: Literal["daemonsets", "helm"] = "daemonsets"
-    version: Literal["0.14.5", "0.17.1"] | None = None
+    version: Literal["0.14.5", "0.17.1", "0.20.0"] | None = None
     image: str | None = None
     chart_repository: str = Field(default=DEFAULT_CHART_REPOSITORY, alias="chartRepository")
     namespace: str = "nvidia-device-plugin"

@@ -311,9 +311,10 @@ def _node_warnings(expected: ClusterExpectation, snapshot: ClusterSnapshot) -> I
                 f"labelled {kube_names.LABEL_POOL}={pool}, a pool stack {expected.stack} does not have",
             )
         elif pool is None and _is_gpu_node(node):
+            # Outside daemonsets mode a config-manager picks a key per node; without a label it is `any`.
             served = (
-                f"; the chart's config-manager serves it the fallback key `{FALLBACK_KEY}`"
-                if expected.mode == "helm"
+                f"; its plugin serves it the fallback key `{FALLBACK_KEY}`: {expected.fallback}"
+                if expected.mode != "daemonsets"
                 else ""
             )
             yield Finding(
@@ -577,6 +578,28 @@ def _managed_findings(expected: ClusterExpectation, snapshot: ClusterSnapshot) -
             f"TKE's DaemonSet no longer has what gpushare's {managed.action} patch set: {'; '.join(reverted)}. "
             "TKE reconciled it back; `pulumi up` re-applies the patch",
         )
+    opt_out = managed.action == "optOut"
+    keeps_it_off = "the node pool's label" if opt_out else "the patch"
+    if opt_out:
+        # optOut patches nothing: the pools' own `nvidia-device-enable=disable` keeps TKE's plugin off.
+        for node in snapshot.nodes:
+            labels = _labels(node)
+            pool = labels.get(kube_names.LABEL_POOL)
+            switch = labels.get(kube_names.LABEL_DEVICE_ENABLE)
+            if (
+                pool is not None
+                and expected.pool(pool) is not None
+                and switch != kube_names.DEVICE_DISABLE_VALUE
+            ):
+                yield Finding(
+                    MANAGED_PLUGIN_DRIFT,
+                    "error",
+                    f"node/{_name(node)}",
+                    f"pool {pool} opts out of TKE's device plugin, but the node has "
+                    f"{kube_names.LABEL_DEVICE_ENABLE}={switch or '(none)'} instead of "
+                    f"{kube_names.DEVICE_DISABLE_VALUE}: TKE's plugin may run beside the pool's own; "
+                    "`pulumi up` re-applies the node pool's label (TKE applies it to nodes it creates)",
+                )
     # Whatever the action, TKE's plugin must run on no pool node but the adopted pool's: two plugins on
     # one node fight over the same resource.
     allowed = {managed.adopted.key} if managed.adopted else set()
@@ -589,7 +612,7 @@ def _managed_findings(expected: ClusterExpectation, snapshot: ClusterSnapshot) -
                 "error",
                 _pod_ref(pod),
                 f"TKE's device plugin runs on node {_dig(pod, 'spec', 'nodeName')} of pool {pool}, beside the "
-                "pool's own plugin; `pulumi up` re-applies the patch that keeps it off",
+                f"pool's own plugin; `pulumi up` re-applies {keeps_it_off} that keeps it off",
             )
 
 

@@ -38,6 +38,14 @@ def test_staging_stack_has_a_mixed_h20_mig_pool(project_dir: Path) -> None:
     assert stack.plugin.plugin_version == "0.17.1"
 
 
+def test_plugin_version_0_20_0_is_accepted(stack_document: Callable[[str], Doc], write_stack: Any) -> None:
+    doc = stack_document("staging")
+    doc["config"]["gpushare:sharing"]["devicePlugin"]["version"] = "0.20.0"
+    stack = load_stack_file(write_stack(doc, "newer"))
+    assert stack.plugin.plugin_version == "0.20.0"
+    assert stack.plugin.plugin_image == "nvcr.io/nvidia/k8s-device-plugin:v0.20.0"
+
+
 def _error(write_stack: Callable[[Doc, str], Path], document: Doc) -> str:
     with pytest.raises(ConfigError) as caught:
         load_stack_file(write_stack(document, "bad"))

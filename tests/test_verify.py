@@ -1176,3 +1176,41 @@ def test_a_mode_verify_does_not_model_is_refused() -> None:
     future = stack.model_copy(update={"sharing": stack.sharing.model_copy(update={"device_plugin": plugin})})
     with pytest.raises(GpushareError, match="verify does not know devicePlugin.mode 'gpu-operator' yet"):
         expected_cluster(future)
+
+
+def test_opted_out_pool_node_without_the_disable_label_or_with_tke_plugin_is_drift() -> None:
+    # helm mode: managedPlugin defaults to optOut, so every pool node must say nvidia-device-enable=disable.
+    stack = one_pool_stack(
+        {"gpu": "L20", "instanceType": "X.L20", "gpusPerNode": 1, "sharing": {"mode": "exclusive"}}, "helm"
+    )
+    expected = expected_cluster(stack)
+    assert expected.managed.action == "optOut"
+    tke = {"kind": "DaemonSet", "metadata": {"name": TKE_DS, "namespace": "kube-system"}, "spec": {}}
+
+    def drift(switch: str | None, tke_pods: int) -> list[str]:
+        labels = {"gpushare.io/pool": "p", **({"nvidia-device-enable": switch} if switch else {})}
+        pods = tuple(
+            {
+                "kind": "Pod",
+                "metadata": {"name": f"{TKE_DS}-x{i}", "namespace": "kube-system"},
+                "spec": {"nodeName": "10.0.1.1"},
+            }
+            for i in range(tke_pods)
+        )
+        snapshot = ClusterSnapshot(
+            now=NOW,
+            nodes=(node("10.0.1.1", labels, {"nvidia.com/gpu": "1"}),),
+            objects={expected.managed.daemonset: tke},
+            daemonset_pods={expected.managed.daemonset: pods},
+        )
+        report = run_checks(expected, snapshot)
+        return [f.message for f in report.findings if f.check == "managed-plugin-drift"]
+
+    assert drift("disable", 0) == []
+    (enabled,) = drift("enable", 0)
+    assert "has nvidia-device-enable=enable instead of disable" in enabled
+    (unlabelled,) = drift(None, 0)
+    assert "has nvidia-device-enable=(none) instead of disable" in unlabelled
+    (running,) = drift("disable", 1)
+    assert "TKE's device plugin runs on node 10.0.1.1 of pool p" in running
+    assert "re-applies the node pool's label" in running
