@@ -33,7 +33,7 @@ from offline.chart_sources import ChartRequest, ChartSourceError, ChartSources, 
 from offline.crd_schemas import CrdIndex, pruned_nulls, strict_crd_schema
 from offline.manifests import to_plain, validate_manifest
 from offline.mock_run import RecordedResource
-from offline.render import RenderResult
+from offline.render import RenderResult, release_summary
 from policies.props import Resource
 from policies.workloads import daemon_set_plugin, helm_plugin
 
@@ -158,6 +158,18 @@ def test_the_helm_stack_writes_the_charts_daemon_set_with_its_config_manager(
     ]
     assert pod["containers"][1]["image"] == "nvcr.io/nvidia/k8s-device-plugin:v0.17.1"
     assert pod["priorityClassName"] == "system-node-critical"
+
+
+def test_render_says_per_release_which_chart_from_where_and_how_many_objects(
+    helm_stack: RenderResult,
+) -> None:
+    (release,) = helm_stack.releases
+    namespace = release.release.namespace
+    assert release_summary(release) == (
+        f"Helm release {namespace}/nvidia-device-plugin: chart nvidia-device-plugin 0.17.1 "
+        f"(pinned: {pinned_charts() / 'nvidia-device-plugin-0.17.1'}) renders 6 objects, each valid against "
+        "the schema of its kind (Kubernetes or the chart's CRDs)"
+    )
 
 
 def test_the_charts_config_map_holds_exactly_the_releases_config_map(helm_stack: RenderResult) -> None:
@@ -369,6 +381,9 @@ def test_an_object_no_schema_knows_is_written_but_not_called_valid() -> None:
     (rendered,) = render_releases([release], pinned_sources(), SCHEMA)
     (unvalidated,) = rendered.unvalidated
     assert unvalidated.document == monitor
+    assert release_summary(rendered).endswith(
+        "; 1 NOT validated (no schema at hand knows monitoring.coreos.com/v1 ServiceMonitor)"
+    )
     assert unvalidated.header().splitlines()[-1] == (
         "# NOT validated: neither the Kubernetes schema nor a CRD at hand knows monitoring.coreos.com/v1 ServiceMonitor"
     )
