@@ -201,3 +201,13 @@ def iter_documents(loader_class: type[yaml.SafeLoader], text: str) -> Iterator[o
         raise YamlTooDeepError() from None
     finally:
         loader.dispose()
+
+
+class _SafeBoundedLoader(AliasRecordingComposer, yaml.SafeLoader):
+    pass
+
+
+def safe_load_bounded(text: str) -> object:
+    """`yaml.safe_load` for text from a cluster object (a ConfigMap value): the first document, refused like
+    go-yaml refuses it (YamlBoundError) or when too deep to follow (YamlTooDeepError)."""
+    return load_first_document(_SafeBoundedLoader, text)
