@@ -39,12 +39,16 @@ class GpuSharingCluster(pulumi.ComponentResource):
         entries = plugin_config_entries(self.plan)
         child = pulumi.ResourceOptions(parent=self)
 
+        managed = plugin.managed_plugin
+        opt_out = managed.action == "optOut"
         for pool in stack.pools:
             extra: dict[str, str] = {}
             script = None
             if isinstance(pool.sharing, Mig):
                 partition = MigPartition(f"{name}-{pool.name}-mig", MigPartitionArgs(pool), child)
                 extra[kube_names.LABEL_MIG_CONFIG] = partition.config_name
+                # daemonsets and helm modes run no MIG manager: the nodes partition their own GPUs at
+                # every boot. A mode with a MIG manager passes no script.
                 script = partition.pre_start_script
             if plugin.mode == "helm" and not plugin.node_feature_discovery:
                 extra[kube_names.LABEL_GPU_PRESENT] = "true"
@@ -56,32 +60,50 @@ class GpuSharingCluster(pulumi.ComponentResource):
                     extra_labels=extra,
                     pre_start_script=script,
                     protect=pool.protect if pool.protect is not None else stack.protect_pools,
+                    device_enable=managed.device_enable_value,
                 ),
                 child,
             )
 
-        managed = plugin.managed_plugin
         adopted = (
             next((e for e in entries if e.key == managed.pool), None) if managed.action == "adopt" else None
         )
+        # Our plugins and TKE's serve the same kubelet socket, which the departing one deletes when it stops:
+        # every plugin workload waits for the patch that parks or adopts TKE's DaemonSet. optOut patches
+        # nothing of TKE's (the pools' `nvidia-device-enable=disable` keeps its plugin off): nothing to wait for.
+        handover: list[pulumi.Resource] = []
         if plugin.mode == "daemonsets":
             config_map = TimeSlicingConfig(f"{name}-config", TimeSlicingConfigArgs(entries), child)
-            after_config = pulumi.ResourceOptions(parent=self, depends_on=[config_map])
+            if not opt_out:
+                handover.append(
+                    ManagedDevicePlugin(
+                        f"{name}-managed-plugin",
+                        ManagedDevicePluginArgs(managed, adopted),
+                        pulumi.ResourceOptions(parent=self, depends_on=[config_map]),
+                    ).patch
+                )
             DevicePluginDaemonSets(
                 f"{name}-plugins",
                 DevicePluginDaemonSetsArgs(
                     entries=[e for e in entries if e.key not in (FALLBACK_KEY, managed.pool)],
                     image=plugin.plugin_image,
                     config_map_name=config_map.config_map_name,
+                    select_tke_switch=not opt_out,
                 ),
-                after_config,
-            )
-            ManagedDevicePlugin(
-                f"{name}-managed-plugin", ManagedDevicePluginArgs(managed, adopted), after_config
+                pulumi.ResourceOptions(parent=self, depends_on=[config_map, *handover]),
             )
         else:
-            DevicePluginRelease(f"{name}-device-plugin", DevicePluginReleaseArgs(plugin, entries), child)
-            ManagedDevicePlugin(f"{name}-managed-plugin", ManagedDevicePluginArgs(managed), child)
+            if not opt_out:
+                handover.append(
+                    ManagedDevicePlugin(
+                        f"{name}-managed-plugin", ManagedDevicePluginArgs(managed), child
+                    ).patch
+                )
+            DevicePluginRelease(
+                f"{name}-device-plugin",
+                DevicePluginReleaseArgs(plugin, entries),
+                pulumi.ResourceOptions(parent=self, depends_on=handover),
+            )
 
         self.register_outputs(
             {

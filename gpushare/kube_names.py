@@ -1,8 +1,11 @@
 """Names gpushare puts on Kubernetes objects and nodes, shared by the program and the policy pack."""
 
-# TKE's switch for its built-in device plugin; TKE sets it on GPU nodes itself.
+# TKE's switch for its built-in device plugin; TKE sets it on GPU nodes itself, and its DaemonSet selects
+# `enable`. A node-pool label `disable` takes TKE's plugin off the pool's nodes (managedPlugin optOut;
+# verified on TKE by a third-party guide, not by Tencent's docs).
 LABEL_DEVICE_ENABLE = "nvidia-device-enable"
 DEVICE_ENABLE_VALUE = "enable"
+DEVICE_DISABLE_VALUE = "disable"
 # Read by the upstream config-manager (Helm mode) and by our per-pool DaemonSets' nodeSelector.
 LABEL_PLUGIN_CONFIG = "nvidia.com/device-plugin.config"
 LABEL_GPU_MODEL = "gpushare.io/gpu-model"
@@ -33,6 +36,18 @@ LABEL_PARKED = "gpushare.io/managed-plugin"
 PARKED_VALUE = "parked"
 
 DAEMONSET_PREFIX = "nvidia-device-plugin-daemonset-"
+
+# What gpushare writes on a pool's nodes itself: a pool's own `labels` may not set these.
+# (LABEL_DEVICE_ENABLE is set too, but a pool may repeat the value the managed-plugin action gives it.)
+NODE_LABELS_SET_BY_GPUSHARE = frozenset(
+    {
+        LABEL_PLUGIN_CONFIG,
+        LABEL_GPU_MODEL,
+        LABEL_POOL,
+        LABEL_GPU_PRESENT,
+        LABEL_MIG_CONFIG,
+    }
+)
 
 
 def tuning_annotation(key: str) -> str:

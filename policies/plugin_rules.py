@@ -22,15 +22,16 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from gpushare import device_plugin_config, kube_names
+from gpushare import device_plugin_config, kube_names, plugin_pod
 from gpushare.device_plugin_config import DevicePluginConfigError, FlagOverride
 from gpushare.errors import GpushareError
+from gpushare.plan import FALLBACK_KEY
 from gpushare.plugin_configs import config_checksum
 from policies.config_files import ConfigSource, read_plugin_config
-from policies.props import UNKNOWN, resource_of, text
+from policies.props import UNKNOWN, dig, items, resource_of, text
 from policies.reporting import report_once
 from policies.stack_view import StackView, view_of
-from policies.workloads import DaemonSetPlugin, Workload, daemon_set_plugin, helm_plugin
+from policies.workloads import DaemonSetPlugin, HelmPlugin, Workload, daemon_set_plugin, helm_plugin
 
 _EXACT_VERSION: Final = re.compile(r"v?\d+\.\d+\.\d+([-+][0-9A-Za-z.+-]+)?")
 
@@ -166,6 +167,12 @@ def _check_config_keys(args: StackValidationArgs, report_violation: ReportViolat
                 "the file is missing and the plugin cannot start.",
                 daemon_set.urn,
             )
+    for plugin in view.helm_plugins:
+        source = view.helm_config(plugin)
+        if plugin.enabled and source is not None:
+            problem = _default_key_problem(plugin, source)
+            if problem:
+                report_violation(problem, plugin.urn)
     for pool in view.node_pools:
         selected = (pool.labels or {}).get(kube_names.LABEL_PLUGIN_CONFIG)
         if not selected:
@@ -191,6 +198,32 @@ def _check_config_keys(args: StackValidationArgs, report_violation: ReportViolat
                     f"config {selected} does not exist'.",
                     pool.resource.urn,
                 )
+
+
+def _default_key_problem(plugin: HelmPlugin, source: ConfigSource) -> str | None:
+    """The config-manager's choice for a node without the label: `config.default` (must be a key), else the
+    first of `config.fallbackStrategies` that resolves (`named`: key `default`; `single`: the only key;
+    `empty`: no config)."""
+    default = text(dig(plugin.values, "config", "default"))
+    if default:
+        if _missing(source, default):
+            return (
+                f"{plugin.label}: config.default {default!r} is not a key of {source.describe()} (keys: "
+                f"{_known_keys(source)}); on every node without a {kube_names.LABEL_PLUGIN_CONFIG} label the "
+                "config-manager fails."
+            )
+        return None
+    raw = dig(plugin.values, "config", "fallbackStrategies")
+    strategies = [s for s in items(raw) if isinstance(s, str)] if raw is not None else ["named", "single"]
+    resolvable = {"named": "default" in source.data, "single": len(source.data) == 1, "empty": True}
+    if not source.keys_known or any(resolvable.get(s, False) for s in strategies):
+        return None
+    return (
+        f"{plugin.label}: no config.default and no fallback strategy ({', '.join(strategies) or 'none'}) "
+        f"resolves among keys {_known_keys(source)} of {source.describe()}; the chart refuses to render "
+        "('A default config must be provided ...'). Set config.default to a key (gpushare uses "
+        f"{FALLBACK_KEY!r})."
+    )
 
 
 def _sources_serving(view: StackView, pool_workloads: list[Workload]) -> list[tuple[Workload, ConfigSource]]:
@@ -247,6 +280,24 @@ def _check_chart_pinned(args: ResourceValidationArgs, report_violation: ReportVi
             "an unpinned chart changes the plugin, its config "
             "rules and its defaults (node affinity since 0.15) "
             "underneath the stack.",
+            None,
+        )
+
+
+# --------------------------------------------------------------------------------------------------------
+# plugin-image-pinned
+
+
+def _check_image_pinned(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    daemon_set = daemon_set_plugin(resource_of(args))
+    # A patch that sets no image keeps TKE's; an unknown image (preview) cannot be judged.
+    if daemon_set is None or not daemon_set.image:
+        return
+    if plugin_pod.image_digest(daemon_set.image) is None:
+        report_violation(
+            f"{daemon_set.label}: image {daemon_set.image} is named by tag only; a tag can be moved to "
+            "other bytes underneath the stack. Pin it: devicePlugin.image: <repo>:<tag>@sha256:<digest> "
+            "(the digest a node runs: `kubectl get pods -n <ns> -o jsonpath='{..imageID}'`).",
             None,
         )
 
@@ -323,8 +374,8 @@ CONFIG_FILE_NOT_DIRECTORY: Final = ResourceValidationPolicy(
 )
 CONFIG_KEY_EXISTS: Final = StackValidationPolicy(
     name="config-key-exists",
-    description="The config key a plugin's --config-file or a node pool's nvidia.com/device-plugin.config "
-    "label selects exists in the config.",
+    description="The config key a plugin's --config-file, a node pool's nvidia.com/device-plugin.config "
+    "label or the chart's config.default selects exists in the config.",
     validate=_check_config_keys,
 )
 PLUGIN_RESTARTS_ON_CONFIG_CHANGE: Final = StackValidationPolicy(
@@ -337,6 +388,13 @@ HELM_CHART_PINNED: Final = ResourceValidationPolicy(
     name="helm-chart-pinned",
     description="The device-plugin Helm release pins an exact chart version.",
     validate=_check_chart_pinned,
+)
+PLUGIN_IMAGE_PINNED: Final = ResourceValidationPolicy(
+    name="plugin-image-pinned",
+    description="A device-plugin DaemonSet's image is pinned by digest (repo:tag@sha256:...), not by tag "
+    "alone.",
+    validate=_check_image_pinned,
+    enforcement_level=EnforcementLevel.ADVISORY,
 )
 CLI_FLAG_OVERRIDES_CONFIG: Final = StackValidationPolicy(
     name="cli-flag-overrides-config",
@@ -352,5 +410,6 @@ PLUGIN_POLICIES: Final = (
     CONFIG_KEY_EXISTS,
     PLUGIN_RESTARTS_ON_CONFIG_CHANGE,
     HELM_CHART_PINNED,
+    PLUGIN_IMAGE_PINNED,
     CLI_FLAG_OVERRIDES_CONFIG,
 )

@@ -11,9 +11,11 @@ from typing import Final
 from pulumi_policy import Policy
 
 from policies.credential_rules import CREDENTIAL_POLICIES, NO_PLAINTEXT_CLOUD_SECRETS
+from policies.layout_rules import LAYOUT_POLICIES, MIG_LAYOUT_UNDERUSED
 from policies.placement_rules import (
     GPU_POOL_LABELS,
     HELM_PLUGIN_SCHEDULABLE,
+    MIG_DRIVER_SUPPORTED,
     MIG_ONLY_ON_MIG_CAPABLE_GPUS,
     ONE_DEVICE_PLUGIN_PER_NODE,
     PLACEMENT_POLICIES,
@@ -24,6 +26,7 @@ from policies.plugin_rules import (
     CONFIG_KEY_EXISTS,
     DEVICE_PLUGIN_CONFIG_VALID,
     HELM_CHART_PINNED,
+    PLUGIN_IMAGE_PINNED,
     PLUGIN_POLICIES,
     PLUGIN_RESTARTS_ON_CONFIG_CHANGE,
 )
@@ -42,6 +45,7 @@ POLICIES: Final[tuple[Policy, ...]] = (
     *PLUGIN_POLICIES,
     *PLACEMENT_POLICIES,
     *CREDENTIAL_POLICIES,
+    *LAYOUT_POLICIES,
 )
 POLICIES_BY_NAME: Final = {policy.name: policy for policy in POLICIES}
 
@@ -54,10 +58,13 @@ __all__ = [
     "GPU_POOL_LABELS",
     "HELM_CHART_PINNED",
     "HELM_PLUGIN_SCHEDULABLE",
+    "MIG_DRIVER_SUPPORTED",
+    "MIG_LAYOUT_UNDERUSED",
     "MIG_ONLY_ON_MIG_CAPABLE_GPUS",
     "MIG_TIME_SLICING_NEEDS_MIXED",
     "NO_PLAINTEXT_CLOUD_SECRETS",
     "ONE_DEVICE_PLUGIN_PER_NODE",
+    "PLUGIN_IMAGE_PINNED",
     "PLUGIN_RESTARTS_ON_CONFIG_CHANGE",
     "POLICIES",
     "POLICIES_BY_NAME",

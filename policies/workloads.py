@@ -166,10 +166,13 @@ class NodePoolView:
         return self.gpu_key is not None
 
     def node_labels(self, node_feature_discovery: bool) -> Mapping[str, str]:
-        """The labels its nodes carry; NFD adds its NVIDIA PCI label to every GPU node."""
+        """The labels its nodes carry; NFD adds its NVIDIA PCI label to every GPU node, and TKE its switch
+        `nvidia-device-enable=enable` unless the pool's own labels set it (`disable` opts out)."""
         labels = dict(self.labels or {})
-        if node_feature_discovery and self.is_gpu_pool:
-            labels.setdefault(NFD_NVIDIA_PCI_LABEL, "true")
+        if self.is_gpu_pool:
+            labels.setdefault(kube_names.LABEL_DEVICE_ENABLE, kube_names.DEVICE_ENABLE_VALUE)
+            if node_feature_discovery:
+                labels.setdefault(NFD_NVIDIA_PCI_LABEL, "true")
         return labels
 
 

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from conftest import FIXTURES, PROJECT_DIR, STACKS
 
+from gpushare import kube_names
+from gpushare.resource_types import HELM_RELEASE, NODE_POOL
 from gpushare.stack_config import PROJECT
 from offline import policy_driver
 from offline.check import analyzed_resources, check_stack
@@ -125,3 +129,54 @@ def test_policy_config_can_raise_the_ceiling_through_the_protocol() -> None:
             secret_keys=secret_keys,
             policy_config={"time-slicing-replicas-tuned": {"utilizationCeiling": 0}},
         )
+
+
+@pytest.fixture(scope="module")
+def staging_hand_edits_report() -> policy_driver.PackReport:
+    """The staging render (optOut, exclusive `any`) with two hand edits: the l20 pool labelled
+    `nvidia-device-enable=enable`, and `any` typed as shared without naming its GPU."""
+    changed = []
+    for resource in analyzed_resources(run_stack(PROJECT_DIR, "staging")):
+        properties = copy.deepcopy(dict(resource.properties))
+        if resource.type == NODE_POOL and properties["labels"][kube_names.LABEL_POOL] == "l20":
+            assert properties["labels"][kube_names.LABEL_DEVICE_ENABLE] == "disable"
+            properties["labels"][kube_names.LABEL_DEVICE_ENABLE] = "enable"
+        if resource.type == HELM_RELEASE:
+            config_map = properties["values"]["config"]["map"]
+            assert "sharing" not in yaml.safe_load(config_map["any"])  # the safe default
+            config_map["any"] = config_map["l20"]  # l20's 8 replicas, for GPUs nobody named
+        changed.append(dataclasses.replace(resource, properties=properties, outputs=properties))
+    config, secret_keys = load_stack_config(PROJECT_DIR, "staging")
+    return policy_driver.run_policy_pack(
+        PROJECT_DIR / "policies",
+        changed,
+        stack="staging",
+        project=PROJECT,
+        config=config,
+        secret_keys=secret_keys,
+    )
+
+
+def test_opt_out_pool_labelled_enable_fails_through_the_real_protocol(
+    staging_hand_edits_report: policy_driver.PackReport,
+) -> None:
+    mandatory = {(d.policy_name, d.message) for d in staging_hand_edits_report.mandatory}
+    assert any(
+        name == "gpu-pool-labels" and "node pool l20 (L20) is labelled nvidia-device-enable=enable" in message
+        for name, message in mandatory
+    ), mandatory
+    assert any(
+        name == "one-device-plugin-per-node" and "node pool l20: 2 device plugins" in message
+        for name, message in mandatory
+    ), mandatory
+
+
+def test_shared_fallback_without_a_named_gpu_fails_through_the_real_protocol(
+    staging_hand_edits_report: policy_driver.PackReport,
+) -> None:
+    tuned = [
+        d.message
+        for d in staging_hand_edits_report.mandatory
+        if d.policy_name == "time-slicing-replicas-tuned"
+    ]
+    assert len(tuned) == 1 and 'key "any"' in tuned[0] and "replicas 8 is not tuned" in tuned[0], tuned

@@ -55,6 +55,26 @@ def test_gpu_node_pool_registers_one_labelled_tke_pool() -> None:
     assert pool.inputs["enableAutoScale"] is False  # min == max
 
 
+@pytest.mark.parametrize(("device_enable", "expected"), [(None, "enable"), ("disable", "disable")])
+def test_gpu_node_pool_sets_tke_switch_label(device_enable: str | None, expected: str) -> None:
+    prod = stack("prod")
+    args = GpuNodePoolArgs(prod.cluster, prod.pool("t4"), {})
+    if device_enable is not None:  # managedPlugin optOut
+        args = GpuNodePoolArgs(prod.cluster, prod.pool("t4"), {}, device_enable=device_enable)
+    _, [pool] = children(run(lambda: GpuNodePool("np", args)), "gpushare:tke:GpuNodePool")
+    assert pool.inputs["labels"]["nvidia-device-enable"] == expected
+
+
+def test_device_plugin_daemonsets_under_opt_out_select_the_pool_not_tke_switch() -> None:
+    found = entries("prod")
+    args = DevicePluginDaemonSetsArgs([found["t4"]], image="registry/plugin:v0.14.5", select_tke_switch=False)
+    _, [ds] = children(run(lambda: DevicePluginDaemonSets("dp", args)), "gpushare:k8s:DevicePluginDaemonSets")
+    assert ds.inputs["spec"]["template"]["spec"]["nodeSelector"] == {
+        "nvidia.com/device-plugin.config": "t4",
+        "gpushare.io/pool": "t4",
+    }
+
+
 def test_gpu_node_pool_with_a_mig_script_enables_mig() -> None:
     staging = stack("staging")
     script = "#!/bin/bash\nnvidia-smi -mig 1\n"
@@ -147,10 +167,14 @@ def test_mig_partition_registers_the_mig_parted_config() -> None:
     result = run(lambda: partitions.append(MigPartition("h20-mig", MigPartitionArgs(pool))))
     _, [config_map] = children(result, "gpushare:mig:MigPartition")
     [partition] = partitions
-    assert (partition.config_name, partition.strategy) == ("all-1g.12gb", "mixed")
-    assert "nvidia-smi mig -cgi 19,19,19,19,19,19,19 -C" in partition.pre_start_script
+    assert (partition.config_name, partition.strategy) == ("h20-6x1g.12gb-1x1g.24gb", "mixed")
+    # by profile name, larger profiles first: 1g.24gb, then 6 x 1g.12gb
+    assert "MIG_PROFILES=" + ",".join(["1g.24gb"] + ["1g.12gb"] * 6) + "\n" in partition.pre_start_script
     document = yaml.safe_load(config_map.inputs["data"]["config.yaml"])
-    assert document["mig-configs"]["all-1g.12gb"][0]["mig-devices"] == {"1g.12gb": 7}
+    assert document["mig-configs"]["h20-6x1g.12gb-1x1g.24gb"][0]["mig-devices"] == {
+        "1g.24gb": 1,
+        "1g.12gb": 6,
+    }
 
 
 def test_mig_partition_refuses_a_non_mig_pool() -> None:

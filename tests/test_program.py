@@ -173,8 +173,19 @@ def test_prod_config_map_records_tuning_provenance(prod: ProgramRun) -> None:
         "ceiling": 0.9,
         "replicas": 8,
     }
+    # Prod opts in to the seed's `any`: T4's memory over the L20's process, floor(0.9 x 15360 / 4621) = 2.
     fallback = yaml.safe_load(annotations["gpushare.io/tuning-any"])
-    assert (fallback["memoryMiB"], fallback["measuredMiB"], fallback["replicas"]) == (15360, 4621, 2)
+    assert (fallback["gpu"], fallback["mode"], fallback["measuredMiB"]) == ("T4", "time-slicing", 4621)
+    assert fallback["resources"] == [
+        {
+            "resource": "nvidia.com/gpu",
+            "migProfile": None,
+            "memoryMiB": 15360,
+            "measuredMiB": 4621,
+            "ceiling": 0.9,
+            "replicas": 2,
+        }
+    ]
 
 
 def test_prod_l20_daemonset_equals_the_seed_apart_from_deliberate_additions(prod: ProgramRun) -> None:
@@ -196,6 +207,26 @@ def test_prod_l20_daemonset_equals_the_seed_apart_from_deliberate_additions(prod
     # 3. no `--mig-strategy=single`: a CLI flag overrides the file's `migStrategy: none`.
     seed_args = seed["spec"]["template"]["spec"]["containers"][0]["args"]
     seed_args.remove("--mig-strategy=single")
+    # 4. hardening (issue #17): no privilege escalation, read-only root, RuntimeDefault seccomp, no
+    #    service-account token — on top of the seed's dropped capabilities.
+    pod = ours["spec"]["template"]["spec"]
+    assert pod.pop("automountServiceAccountToken") is False
+    assert pod.pop("securityContext") == {"seccompProfile": {"type": "RuntimeDefault"}}
+    container_security = pod["containers"][0]["securityContext"]
+    assert container_security.pop("allowPrivilegeEscalation") is False
+    assert container_security.pop("readOnlyRootFilesystem") is True
+    # 5. checkov's skip annotations, each with its reason: the checks that do not apply to a device
+    #    plugin (no probes, root for the hostPath socket, ...) and the tag-only image TKE ships.
+    skipped = {value.partition("=")[0] for value in ours["metadata"].pop("annotations").values()}
+    assert skipped == {
+        "CKV_K8S_8",
+        "CKV_K8S_9",
+        "CKV_K8S_23",
+        "CKV_K8S_40",
+        "CKV_K8S_15",
+        "CKV2_K8S_6",
+        "CKV_K8S_43",
+    }
     assert ours == seed
 
 
@@ -247,18 +278,21 @@ def test_resources_use_the_explicit_providers(prod: ProgramRun) -> None:
 def test_staging_h20_pool_is_partitioned_and_time_sliced(staging: ProgramRun) -> None:
     h20 = only(staging, NODE_POOL, lambda r: r.inputs["name"] == "gpushare-h20")
     assert h20.inputs["nodeConfig"]["gpuArgs"]["migEnable"] is True
-    assert h20.inputs["labels"]["nvidia.com/mig.config"] == "all-1g.12gb"
+    assert h20.inputs["labels"]["nvidia.com/mig.config"] == "h20-6x1g.12gb-1x1g.24gb"
     assert h20.inputs["labels"]["nvidia.com/gpu.present"] == "true"  # chart >= 0.15 without NFD
     script = base64.b64decode(h20.inputs["nodeConfig"]["preStartUserScript"]).decode()
-    assert "nvidia-smi -mig 1" in script
-    assert "nvidia-smi mig -cgi 19,19,19,19,19,19,19 -C" in script
+    # The script installs the boot-time unit; the layout goes by profile name (tests/test_mig_setup.py).
+    assert "MIG_PROFILES=" + ",".join(["1g.24gb"] + ["1g.12gb"] * 6) + "\n" in script
+    assert "systemctl enable gpushare-mig.service" in script
     mig_parted = only(staging, CONFIG_MAP, named("gpushare-mig-parted-config-h20")).inputs["data"][
         "config.yaml"
     ]
     assert yaml.safe_load(mig_parted) == {
         "version": "v1",
         "mig-configs": {
-            "all-1g.12gb": [{"devices": "all", "mig-enabled": True, "mig-devices": {"1g.12gb": 7}}]
+            "h20-6x1g.12gb-1x1g.24gb": [
+                {"devices": "all", "mig-enabled": True, "mig-devices": {"1g.24gb": 1, "1g.12gb": 6}}
+            ]
         },
     }
 
@@ -278,10 +312,28 @@ def test_staging_uses_the_helm_release_with_per_pool_configs(staging: ProgramRun
     assert h20["flags"]["migStrategy"] == "mixed"
     assert h20["sharing"]["timeSlicing"]["resources"][0]["name"] == "nvidia.com/mig-1g.12gb"
     assert "migStrategy" not in values  # as env it would override every per-node file
-    # TKE's own plugin must not run beside the chart's: it is parked.
-    patch = only(staging, DAEMON_SET_PATCH).inputs
-    assert patch["spec"]["template"]["spec"]["nodeSelector"] == {"gpushare.io/managed-plugin": "parked"}
-    assert not [r for r in staging.resources if r.type == DAEMON_SET]
+    # TKE's own plugin must not run beside the chart's: every pool opts out of it, and nothing of TKE's
+    # is patched.
+    assert not [r for r in staging.resources if r.type in (DAEMON_SET, DAEMON_SET_PATCH)]
+    pools = [r.inputs["labels"] for r in staging.resources if r.type == NODE_POOL]
+    assert [labels["nvidia-device-enable"] for labels in pools] == ["disable", "disable"]
+    assert "nodeSelector" not in values and "affinity" not in values  # the chart's own affinity
+
+
+def test_staging_fallback_shares_nothing(staging: ProgramRun) -> None:
+    values = only(staging, HELM_RELEASE).inputs["values"]
+    assert yaml.safe_load(values["config"]["map"]["any"]) == {
+        "version": "v1",
+        "flags": {"migStrategy": "none"},
+    }
+    provenance = yaml.safe_load(values["podAnnotations"]["gpushare.io/tuning-any"])
+    assert provenance == {
+        "pool": None,
+        "gpu": None,
+        "mode": "exclusive",
+        "migStrategy": "none",
+        "resources": [],
+    }
 
 
 def test_changing_one_measurement_changes_exactly_that_pools_checksum(tmp_path: Path) -> None:

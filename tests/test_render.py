@@ -94,7 +94,7 @@ def test_every_stack_renders_consistent_files(rendered: dict[str, RenderResult],
     assert records[0]["type"] == "pulumi:pulumi:Stack"
     assert set(records[1]) == {
         *("type", "name", "urn", "parent", "custom", "provider", "protect", "dependencies", "inputs"),
-        "secretInputs",
+        *("secretInputs", "replaceOnChanges"),
     }
     assert json.loads(read(result, "outputs.json")) == result.outputs
     assert json.loads(read(result, "capacity.json")) == result.outputs["capacity"]
@@ -193,7 +193,11 @@ def test_staging_helm_values_and_mig_pre_start_script(rendered: dict[str, Render
     assert sorted(values["config"]["map"]) == ["any", "h20", "l20"]
     assert values["config"]["default"] == "any"
     h20 = yaml.safe_load(values["config"]["map"]["h20"])
-    assert h20["sharing"]["timeSlicing"]["resources"] == [{"name": "nvidia.com/mig-1g.12gb", "replicas": 2}]
+    # floor(0.9 x 11264 / 4621) = 2 per 1g.12gb; floor(0.9 x 22138 / 4621) = 4 per 1g.24gb
+    assert h20["sharing"]["timeSlicing"]["resources"] == [
+        {"name": "nvidia.com/mig-1g.12gb", "replicas": 2},
+        {"name": "nvidia.com/mig-1g.24gb", "replicas": 4},
+    ]
     assert "    h20: |\n" in text
     assert not any(
         f.startswith("manifests/daemonset_") for f in staging.files
@@ -201,11 +205,22 @@ def test_staging_helm_values_and_mig_pre_start_script(rendered: dict[str, Render
 
     node_pool_text = read(staging, "tke/gpushare-h20.yaml")
     node_pool = yaml.safe_load(node_pool_text)
-    assert node_pool["labels"]["nvidia.com/mig.config"] == "all-1g.12gb"
+    assert node_pool["labels"]["nvidia.com/mig.config"] == "h20-6x1g.12gb-1x1g.24gb"
     script = read(staging, "tke/gpushare-h20.pre-start.sh")
     assert script == base64.b64decode(node_pool["nodeConfig"]["preStartUserScript"]).decode()
-    assert script.startswith("#!/bin/bash\n") and "nvidia-smi mig -cgi 19,19,19,19,19,19,19 -C" in script
+    assert script.startswith("#!/bin/bash\n") and "systemctl enable gpushare-mig.service" in script
+    assert node_pool["nodeConfig"]["userData"] == node_pool["nodeConfig"]["preStartUserScript"]
     assert "decoded for review: gpushare-h20.pre-start.sh" in node_pool_text
+    # What the script installs, next to it for review: the unit, its script and the layout.
+    unit = read(staging, "tke/gpushare-h20.gpushare-mig.service")
+    assert "Before=kubelet.service" in unit.splitlines()
+    assert read(staging, "tke/gpushare-h20.gpushare-mig-setup").startswith("#!/bin/bash\n")
+    assert "MIG_PROFILES=" + ",".join(["1g.24gb"] + ["1g.12gb"] * 6) + "\n" in read(
+        staging, "tke/gpushare-h20.mig.env"
+    )
+    assert "#   it installs /etc/systemd/system/gpushare-mig.service: gpushare-h20.gpushare-mig.service" in (
+        node_pool_text
+    )
     assert "preStartUserScript" not in load(staging, "tke/gpushare-l20.yaml")["nodeConfig"]
 
 
@@ -464,7 +479,9 @@ def test_a_broken_stack_file_exits_1_with_the_validators_message(
 ) -> None:
     project = copy_project(tmp_path / "project")
     stack_file = project / "Pulumi.prod.yaml"
-    stack_file.write_text(stack_file.read_text().replace("measuredMiB: 4621", "measuredMiB: -5"))
+    stack_file.write_text(
+        stack_file.read_text().replace("        measuredMiB: 4621", "        measuredMiB: -5", 1)
+    )
     with pytest.raises(ConfigError) as expected:
         load_stack_file(stack_file, "prod")
     out = tmp_path / "out"
