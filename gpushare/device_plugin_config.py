@@ -1968,22 +1968,28 @@ def _manifest_of(text: str) -> _ConfigMapFile | None:
     index = 0
     try:
         for index, document in enumerate(itertools.chain([first], documents)):  # noqa: B007
-            if document is None:
-                continue
             fields: dict[Any, Any] = document if isinstance(document, dict) else {}
-            metadata = fields.get("metadata")
-            metadata = metadata if isinstance(metadata, dict) else {}
-            name = "/".join(str(metadata[k]) for k in ("namespace", "name") if metadata.get(k)) or "(unnamed)"
-            kind = fields.get("kind")
-            if kind != "ConfigMap":
-                found.skipped.append(f"{kind or 'a non-object'} {name}")
-                continue
-            data = fields.get("data")
-            found.config_maps.append((name, data if isinstance(data, dict) else {}))
+            items = fields.get("items")  # `kubectl get ... -o yaml` of several objects: a List
+            for item in items if fields.get("kind") == "List" and isinstance(items, list) else [document]:
+                if item is not None:
+                    _collect_config_map(item, found)
     except (yaml.YAMLError, YamlBoundError, ValueError) as exc:
         problem = _yaml_problem(exc) if isinstance(exc, yaml.YAMLError) else str(exc)
         raise GpushareError(f"manifest document {index + 2}: not readable YAML: {problem}") from None
     return found
+
+
+def _collect_config_map(document: object, found: _ConfigMapFile) -> None:
+    fields: dict[Any, Any] = document if isinstance(document, dict) else {}
+    metadata = fields.get("metadata")
+    metadata = metadata if isinstance(metadata, dict) else {}
+    name = "/".join(str(metadata[k]) for k in ("namespace", "name") if metadata.get(k)) or "(unnamed)"
+    kind = fields.get("kind")
+    if kind != "ConfigMap":
+        found.skipped.append(f"{kind or 'a non-object'} {name}")
+        return
+    data = fields.get("data")
+    found.config_maps.append((name, data if isinstance(data, dict) else {}))
 
 
 def _validate_text(

@@ -252,6 +252,16 @@ def test_several_configmaps_are_named(tmp_path: Path, capsys: pytest.CaptureFixt
     assert f"{manifest}: ConfigMap nvidia-device-plugin/other data.t4: valid" in text
 
 
+def test_a_kubectl_list_of_configmaps(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # `kubectl get configmap -o yaml` of several objects prints one List.
+    items = "\n".join("  " + line for line in ("- " + CONFIG_MAP.replace("\n", "\n  ")).splitlines())
+    listing = tmp_path / "list.yaml"
+    listing.write_text(f"apiVersion: v1\nkind: List\nitems:\n{items}\n")
+    code, text = run_cli(["validate", "device-plugin-config", str(listing)], capsys)
+    assert code == 1
+    assert text.splitlines()[0] == f"{listing}: data.l20: valid"
+
+
 def test_configmap_with_a_bomb_or_a_number_in_data(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
