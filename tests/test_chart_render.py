@@ -42,6 +42,10 @@ DEVICE_PLUGIN = ("nvidia-device-plugin", "0.17.1")
 OPERATOR = ("gpu-operator", "v26.7.0")
 # The stack on NVIDIA's device-plugin chart (staging today; `dev` once the gpu-operator mode lands).
 HELM_STACK = next((stack for stack in STACKS if device_plugin_mode(stack) == "helm"), None)
+# The stack on the GPU Operator (staging, once the gpu-operator mode lands).
+OPERATOR_STACK = next((stack for stack in STACKS if device_plugin_mode(stack) == "gpu-operator"), None)
+# Its config keys, from its stack file: one per time-sliced pool, and the fallback.
+HELM_STACK_KEYS = {"staging": ["any", "h20", "l20"], "dev": ["any", "t4"]}
 
 
 def helm_release_resource(
@@ -180,7 +184,7 @@ def test_the_charts_config_map_holds_exactly_the_releases_config_map(helm_stack:
     assert {k: yaml.safe_load(v) for k, v in config_map.document["data"].items()} == {
         k: yaml.safe_load(v) for k, v in values["config"]["map"].items()
     }
-    assert sorted(config_map.document["data"]) == ["any", "h20", "l20"]
+    assert sorted(config_map.document["data"]) == HELM_STACK_KEYS[helm_stack.stack]
     kinds = sorted(o.kind for o in release.objects)
     assert kinds == [
         "ClusterRole",
@@ -248,6 +252,31 @@ def test_the_operator_chart_renders_a_cluster_policy_valid_against_its_crd(
     hook = only(operator_render.objects, "Job", "gpu-operator-upgrade-crd")
     assert hook.hook == "pre-upgrade" and "# Helm hook (pre-upgrade)" in hook.header()
     assert not operator_render.unvalidated
+
+
+def test_the_operator_stack_writes_a_valid_cluster_policy_naming_config_maps_of_the_render(
+    rendered: dict[str, RenderResult],
+) -> None:
+    if OPERATOR_STACK is None:
+        pytest.skip("no stack uses devicePlugin.mode gpu-operator")
+    result = rendered[OPERATOR_STACK]
+    (release,) = result.releases
+    assert (release.release.chart, release.release.version) == OPERATOR
+    policy = only(release.objects, "ClusterPolicy")
+    assert policy.checked_against == "CRD clusterpolicies.nvidia.com v1 (strict)"
+    text = (result.out_dir / "manifests" / policy.file_name).read_text()
+    assert text.startswith(
+        f"{CHART_RENDERED_MARK} gpu-operator v26.7.0, gpu-operator/templates/clusterpolicy.yaml\n"
+    )
+    assert not release.unvalidated
+    # Both configs the operator reads are ConfigMaps of the render, in the operator's namespace.
+    namespace = release.release.namespace
+    spec = policy.document["spec"]
+    for name in (spec["devicePlugin"]["config"]["name"], spec["migManager"]["config"]["name"]):
+        config_map = yaml.safe_load(
+            (result.out_dir / f"manifests/configmap_{namespace}_{name}.yaml").read_text()
+        )
+        assert config_map["kind"] == "ConfigMap" and config_map["data"]
 
 
 def test_a_wrong_cluster_policy_value_is_refused_naming_file_and_field() -> None:
