@@ -21,6 +21,8 @@ class GpuNodePoolArgs:
     # MIG pools: the shell script that partitions the GPUs before the kubelet starts.
     pre_start_script: str | None = None
     protect: bool = False
+    # TKE's `gpu_args.mig_enable`; None: on exactly when a pre-start script partitions the GPUs.
+    mig_enable: bool | None = None
 
 
 def node_labels(args: GpuNodePoolArgs) -> dict[str, str]:
@@ -44,7 +46,7 @@ class GpuNodePool(pulumi.ComponentResource):
         super().__init__("gpushare:tke:GpuNodePool", name, None, opts)
         pool = args.pool
         self.labels = node_labels(args)
-        mig = args.pre_start_script is not None
+        mig = args.mig_enable if args.mig_enable is not None else args.pre_start_script is not None
         node_config = tencentcloud.kubernetes.NodePoolNodeConfigArgs(
             gpu_args=tencentcloud.kubernetes.NodePoolNodeConfigGpuArgsArgs(mig_enable=mig),
             pre_start_user_script=(
