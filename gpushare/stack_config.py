@@ -28,8 +28,9 @@ DEFAULT_CHART_REPOSITORY = "https://nvidia.github.io/k8s-device-plugin"
 # NVIDIA's GPU Operator chart, pinned: chart version -> the device-plugin version its values.yaml deploys
 # (`devicePlugin.version`). Only versions whose values gpushare was checked against are accepted.
 OPERATOR_CHART_REPOSITORY = "https://helm.ngc.nvidia.com/nvidia"
-OPERATOR_CHART_PLUGIN_VERSIONS = {"v26.7.0": "0.20.0"}
-DEFAULT_OPERATOR_CHART_VERSION = "v26.7.0"
+OperatorChartVersion = Literal["v26.7.0"]
+OPERATOR_CHART_PLUGIN_VERSIONS: dict[str, str] = {"v26.7.0": "0.20.0"}
+DEFAULT_OPERATOR_CHART_VERSION: OperatorChartVersion = "v26.7.0"
 OPERATOR_PLUGIN_VERSION = OPERATOR_CHART_PLUGIN_VERSIONS[DEFAULT_OPERATOR_CHART_VERSION]
 TKE_PLUGIN_IMAGE = "sgccr.ccs.tencentyun.com/tkeimages/nvidia-device-plugin:v0.14.5"
 # The GPU Operator MIG manager's config for MIG-capable nodes without a `nvidia.com/mig.config` label.
@@ -93,7 +94,7 @@ class GpuOperator(_Model):
     run under the RuntimeClass `runc` (INFERRED: check `/etc/containerd/config.toml` on a node).
     """
 
-    chart_version: Literal["v26.7.0"] = Field(default=DEFAULT_OPERATOR_CHART_VERSION, alias="chartVersion")
+    chart_version: OperatorChartVersion = Field(default=DEFAULT_OPERATOR_CHART_VERSION, alias="chartVersion")
     chart_repository: str = Field(default=OPERATOR_CHART_REPOSITORY, alias="chartRepository")
     namespace: str = Field(default="gpu-operator", pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63)
     runtime_class: str = Field(

@@ -83,7 +83,7 @@ def _strategy_for(view: StackView, workload: Workload, pool: NodePoolView) -> tu
             return None
         # The config-manager's choice: the node label's key, else `config.default` (gpushare sets `any`).
         selected = (pool.labels or {}).get(kube_names.LABEL_PLUGIN_CONFIG)
-        default = text(dig(workload.values, "config", "default")) or FALLBACK_KEY
+        default = workload.config_default or FALLBACK_KEY
         key = selected if selected is not None and selected in source.data else default
         content = source.data.get(key)
         version, overrides = workload.plugin_version, workload.overrides()

@@ -11,6 +11,7 @@ from typing import Final
 from pulumi_policy import Policy
 
 from policies.credential_rules import CREDENTIAL_POLICIES, NO_PLAINTEXT_CLOUD_SECRETS
+from policies.operator_rules import MIG_CONFIG_EXISTS, OPERATOR_DRIVER_CONSISTENT, OPERATOR_POLICIES
 from policies.placement_rules import (
     GPU_POOL_LABELS,
     HELM_PLUGIN_SCHEDULABLE,
@@ -42,6 +43,7 @@ POLICIES: Final[tuple[Policy, ...]] = (
     *PLUGIN_POLICIES,
     *PLACEMENT_POLICIES,
     *CREDENTIAL_POLICIES,
+    *OPERATOR_POLICIES,
 )
 POLICIES_BY_NAME: Final = {policy.name: policy for policy in POLICIES}
 
@@ -54,10 +56,12 @@ __all__ = [
     "GPU_POOL_LABELS",
     "HELM_CHART_PINNED",
     "HELM_PLUGIN_SCHEDULABLE",
+    "MIG_CONFIG_EXISTS",
     "MIG_ONLY_ON_MIG_CAPABLE_GPUS",
     "MIG_TIME_SLICING_NEEDS_MIXED",
     "NO_PLAINTEXT_CLOUD_SECRETS",
     "ONE_DEVICE_PLUGIN_PER_NODE",
+    "OPERATOR_DRIVER_CONSISTENT",
     "PLUGIN_RESTARTS_ON_CONFIG_CHANGE",
     "POLICIES",
     "POLICIES_BY_NAME",
