@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import pytest
 import yaml
-from conftest import PROJECT_DIR
+from conftest import HELM_MIG, stack_file
 
 from components.device_plugin_daemonsets import DevicePluginDaemonSets, DevicePluginDaemonSetsArgs
 from components.device_plugin_release import DevicePluginRelease, DevicePluginReleaseArgs
@@ -23,7 +23,7 @@ from offline.mock_run import ProgramRun, RecordedResource, run_function
 
 
 def stack(name: str) -> StackConfig:
-    return load_stack_file(PROJECT_DIR / f"Pulumi.{name}.yaml")
+    return load_stack_file(stack_file(name))
 
 
 def entries(name: str) -> dict[str, PluginConfigEntry]:
@@ -56,7 +56,7 @@ def test_gpu_node_pool_registers_one_labelled_tke_pool() -> None:
 
 
 def test_gpu_node_pool_with_a_mig_script_enables_mig() -> None:
-    staging = stack("staging")
+    staging = stack(HELM_MIG)
     script = "#!/bin/bash\nnvidia-smi -mig 1\n"
     args = GpuNodePoolArgs(
         staging.cluster, staging.pool("h20"), {"nvidia.com/mig.config": "all-1g.12gb"}, script
@@ -127,8 +127,8 @@ def test_managed_plugin_adopted_reads_its_pool_key() -> None:
 
 
 def test_device_plugin_release_pins_the_chart_and_carries_every_config() -> None:
-    staging = stack("staging")
-    found = entries("staging")
+    staging = stack(HELM_MIG)
+    found = entries(HELM_MIG)
     args = DevicePluginReleaseArgs(staging.plugin, list(found.values()))
     result = run(lambda: DevicePluginRelease("nvdp", args))
     _, [release] = children(result, "gpushare:helm:DevicePluginRelease")
@@ -142,7 +142,7 @@ def test_device_plugin_release_pins_the_chart_and_carries_every_config() -> None
 
 
 def test_mig_partition_registers_the_mig_parted_config() -> None:
-    pool = stack("staging").pool("h20")
+    pool = stack(HELM_MIG).pool("h20")
     partitions: list[MigPartition] = []
     result = run(lambda: partitions.append(MigPartition("h20-mig", MigPartitionArgs(pool))))
     _, [config_map] = children(result, "gpushare:mig:MigPartition")

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import FIXTURES, PROJECT_DIR
+from conftest import FIXTURES, HELM_MIG, PROJECT_DIR, STACKS, stack_file
 from google.protobuf import json_format, struct_pb2  # type: ignore[import-untyped]  # no stubs installed
 from pulumi_policy import (
     EnforcementLevel,
@@ -323,7 +323,7 @@ def provider(**props: Any) -> Res:
 
 def program(stack_name: str) -> Program:
     """The resources GpuSharingCluster registers for a stack (components/gpu_sharing_cluster.py)."""
-    stack = load_stack_file(PROJECT_DIR / f"Pulumi.{stack_name}.yaml")
+    stack = load_stack_file(stack_file(stack_name))
     entries = plugin_config_entries(build_plan(stack))
     made = Program(stack, entries)
     plugin = stack.plugin
@@ -373,7 +373,7 @@ def replicas_text(
 
 def stack_config_env(stack_name: str, edit: Callable[[dict[str, Any]], None] | None = None) -> str:
     """`PULUMI_CONFIG` for a stack file: `namespace:key` -> string, structured values as JSON."""
-    document = yaml.safe_load((PROJECT_DIR / f"Pulumi.{stack_name}.yaml").read_text())
+    document = yaml.safe_load(stack_file(stack_name).read_text())
     config = document["config"]
     if edit is not None:
         edit(config)
@@ -413,7 +413,8 @@ def prod() -> Program:
 
 @pytest.fixture(scope="module")
 def staging() -> Program:
-    return program("staging")
+    """The device-plugin chart with a time-sliced MIG pool (the former staging stack)."""
+    return program(HELM_MIG)
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -435,7 +436,7 @@ def test_pack_has_every_required_policy_with_its_level() -> None:
     assert project["runtime"] == {"name": "python", "options": {"toolchain": "pip", "virtualenv": "venv"}}
 
 
-@pytest.mark.parametrize("stack_name", ["prod", "staging"])
+@pytest.mark.parametrize("stack_name", ["prod", HELM_MIG])
 def test_the_programs_resources_pass_every_mandatory_policy(
     stack_name: str, use_stack: Callable[..., None]
 ) -> None:
@@ -446,7 +447,7 @@ def test_the_programs_resources_pass_every_mandatory_policy(
     assert set(found) <= {"time-slicing-measurement-fresh"}
 
 
-@pytest.mark.parametrize("stack_name", ["prod", "staging"])
+@pytest.mark.parametrize("stack_name", STACKS)
 def test_the_real_program_run_offline_passes_every_mandatory_policy(
     stack_name: str, use_stack: Callable[..., None]
 ) -> None:
@@ -559,7 +560,7 @@ def test_the_fallback_key_is_tuned_for_the_smallest_gpu_and_largest_measurement(
 def test_mig_resources_are_tuned_for_the_mig_instance(
     staging: Program, use_stack: Callable[..., None]
 ) -> None:
-    use_stack("staging")
+    use_stack(HELM_MIG)
     release = staging.get("gpushare-device-plugin-release")
     assert messages_of("time-slicing-replicas-tuned", [release]) == []
     # H20 1g.12gb holds 11264 MiB: floor(0.9 x 11264 / 4621) = 2.
@@ -663,7 +664,7 @@ def test_validation_follows_the_image_tag(prod: Program, use_stack: Callable[...
 def test_helm_configs_are_validated_with_the_chart_version_and_its_values(
     staging: Program, use_stack: Callable[..., None]
 ) -> None:
-    use_stack("staging")
+    use_stack(HELM_MIG)
     assert messages_of("device-plugin-config-valid", staging.resources) == []
     release = copy.deepcopy(staging.get("gpushare-device-plugin-release"))
     release.props["values"]["deviceListStrategy"] = "bogus"
@@ -696,7 +697,7 @@ def test_the_key_a_config_file_reads_must_exist(prod: Program, use_stack: Callab
 def test_the_key_a_pool_label_selects_must_exist_in_the_chart_map(
     staging: Program, use_stack: Callable[..., None]
 ) -> None:
-    use_stack("staging")
+    use_stack(HELM_MIG)
     assert messages_of("config-key-exists", staging.resources) == []
     pool = copy.deepcopy(staging.get("gpushare-l20-pool"))
     pool.props["labels"][kube_names.LABEL_PLUGIN_CONFIG] = "l40s"
@@ -742,7 +743,7 @@ def test_the_chart_version_must_be_pinned(staging: Program) -> None:
 def test_top_level_chart_values_that_override_the_files_are_advised(
     staging: Program, use_stack: Callable[..., None]
 ) -> None:
-    use_stack("staging")
+    use_stack(HELM_MIG)
     assert messages_of("cli-flag-overrides-config", staging.resources) == []
     release = copy.deepcopy(staging.get("gpushare-device-plugin-release"))
     release.props["values"]["migStrategy"] = "mixed"
@@ -769,14 +770,14 @@ def test_tke_daemon_set_must_be_parked_or_adopted(
         and "node pool l20: 2 device plugins" in messages[0]
         and "not parked" in messages[0]
     )
-    use_stack("staging")
+    use_stack(HELM_MIG)
     assert messages_of("one-device-plugin-per-node", staging.resources) == []
     unparked = [r for r in staging.resources if r.type != DAEMON_SET_PATCH]
     assert len(messages_of("one-device-plugin-per-node", unparked)) == 2  # chart + TKE on both pools
 
 
 def test_mig_only_where_the_gpu_supports_it(staging: Program, use_stack: Callable[..., None]) -> None:
-    use_stack("staging")
+    use_stack(HELM_MIG)
     assert messages_of("mig-only-on-mig-capable-gpus", staging.resources) == []
     pool = copy.deepcopy(staging.get("gpushare-l20-pool"))
     pool.props["nodeConfig"]["gpuArgs"]["migEnable"] = True
@@ -813,7 +814,7 @@ def test_mig_time_slicing_needs_the_mixed_strategy(staging: Program) -> None:
 def test_the_chart_needs_nfd_or_the_gpu_present_label(
     staging: Program, use_stack: Callable[..., None]
 ) -> None:
-    use_stack("staging")
+    use_stack(HELM_MIG)
     assert messages_of("helm-plugin-schedulable", staging.resources) == []
     assert messages_of("gpu-pool-labels", staging.resources) == []
     unlabelled = copy.deepcopy(staging.resources)
@@ -897,7 +898,7 @@ def test_credentials_in_the_stack_config_must_be_secrets(
 def test_only_device_plugin_configs_and_plugins_are_considered(
     staging: Program, use_stack: Callable[..., None]
 ) -> None:
-    use_stack("staging")
+    use_stack(HELM_MIG)
     mig_parted = Res(
         CONFIG_MAP,
         "mig-parted",
@@ -924,7 +925,7 @@ def test_only_device_plugin_configs_and_plugins_are_considered(
 
 
 def test_chart_before_0_15_has_no_default_affinity(staging: Program, use_stack: Callable[..., None]) -> None:
-    use_stack("staging")
+    use_stack(HELM_MIG)
     resources = copy.deepcopy(staging.resources)
     for res in resources:
         res.props.get("labels", {}).pop(kube_names.LABEL_GPU_PRESENT, None)
