@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import subprocess
 import sys
@@ -125,3 +126,78 @@ def test_policy_config_can_raise_the_ceiling_through_the_protocol() -> None:
             secret_keys=secret_keys,
             policy_config={"time-slicing-replicas-tuned": {"utilizationCeiling": 0}},
         )
+
+
+# --------------------------------------------------------------------------------------------------------
+# GPU Operator mode (staging): each new or extended policy catches its mistake through the protocol
+
+
+def _mutated_staging(*, label: str, extra_mig_config: str = "") -> list[policy_driver.AnalyzedResource]:
+    """The staging render with GPU Operator mistakes typed in."""
+    resources = analyzed_resources(run_stack(PROJECT_DIR, "staging"))
+    changed = []
+    for resource in resources:
+        properties = copy.deepcopy(dict(resource.properties))
+        if resource.type == "kubernetes:apps/v1:DaemonSetPatch":
+            continue  # TKE's DaemonSet no longer parked: it and the operator's plugin share every GPU node
+        if (
+            resource.type == "tencentcloud:Kubernetes/nodePool:NodePool"
+            and properties["name"] == "gpushare-h20"
+        ):
+            properties["labels"]["nvidia.com/mig.config"] = label
+        if resource.type == "kubernetes:core/v1:ConfigMap" and "config.yaml" in properties["data"]:
+            properties["data"] = {"config.yaml": properties["data"]["config.yaml"] + extra_mig_config}
+        if resource.type == "kubernetes:helm.sh/v3:Release":
+            properties["values"]["driver"]["enabled"] = True  # on top of TKE's driver
+            properties["version"] = "v26.7"  # not an exact chart version
+        changed.append(dataclasses.replace(resource, properties=properties, outputs=properties))
+    return changed
+
+
+def _report(resources: list[policy_driver.AnalyzedResource]) -> policy_driver.PackReport:
+    config, secret_keys = load_stack_config(PROJECT_DIR, "staging")
+    return policy_driver.run_policy_pack(
+        PROJECT_DIR / "policies",
+        resources,
+        stack="staging",
+        project=PROJECT,
+        config=config,
+        secret_keys=secret_keys,
+    )
+
+
+@pytest.fixture(scope="module")
+def operator_mistakes_report() -> policy_driver.PackReport:
+    # A config the MIG manager has, but 8 x 1g.12gb does not fit an H20 (7 compute slices).
+    too_many = "  all-1g.12gb:\n  - devices: all\n    mig-enabled: true\n    mig-devices:\n      1g.12gb: 8\n"
+    return _report(_mutated_staging(label="all-1g.12gb", extra_mig_config=too_many))
+
+
+def _messages(report: policy_driver.PackReport, policy: str) -> list[str]:
+    return [d.message for d in report.mandatory if d.policy_name == policy]
+
+
+def test_operator_mistakes_fail_through_the_real_protocol(
+    operator_mistakes_report: policy_driver.PackReport,
+) -> None:
+    report = operator_mistakes_report
+    (fit,) = _messages(report, "mig-config-exists")
+    assert "node pool h20: label nvidia.com/mig.config=all-1g.12gb: config 'all-1g.12gb'" in fit
+    assert "does not fit this pool's H20" in fit
+    drivers = _messages(report, "operator-driver-consistent")
+    assert len(drivers) == 2  # h20 and l20
+    assert all(
+        "values.driver.enabled is true" in m and "TKE's GPU node set-up installs" in m for m in drivers
+    )
+    (pinned,) = _messages(report, "helm-chart-pinned")
+    assert "chart gpu-operator v26.7" in pinned and "not an exact chart version" in pinned
+    plugins = _messages(report, "one-device-plugin-per-node")
+    assert len(plugins) == 2
+    assert all("chart gpu-operator" in m and "TKE DaemonSet" in m for m in plugins), plugins
+
+
+def test_a_mig_label_naming_no_config_fails_through_the_real_protocol() -> None:
+    resources = _mutated_staging(label="h20-7x1g.12gb")
+    (missing,) = _messages(_report(resources), "mig-config-exists")
+    assert "label nvidia.com/mig.config=h20-7x1g.12gb names no config in ConfigMap gpu-operator/" in missing
+    assert "(configs: all-disabled, h20-6x1g.12gb-1x1g.24gb)" in missing
