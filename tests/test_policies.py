@@ -72,6 +72,8 @@ REQUIRED_NAMES = {
     "cli-flag-overrides-config",
     "gpu-pool-labels",
     "no-plaintext-cloud-secrets",
+    "mig-config-exists",
+    "operator-driver-consistent",
 }
 ADVISORY_NAMES = {
     "time-slicing-replicas-underused",
@@ -934,3 +936,29 @@ def test_chart_before_0_15_has_no_default_affinity(staging: Program, use_stack: 
     assert messages_of("helm-plugin-schedulable", resources) == []
     assert messages_of("gpu-pool-labels", resources) == []
     assert messages_of("device-plugin-config-valid", resources) == []  # checked as 0.14.5
+
+
+def test_without_an_operator_the_pools_own_mig_parted_config_must_hold_its_label(
+    staging: Program, use_stack: Callable[..., None]
+) -> None:
+    use_stack(HELM_MIG)
+    mig_parted = Res(
+        CONFIG_MAP,
+        "mig-parted",
+        {
+            "metadata": {"name": "gpushare-mig-parted-config-h20", "labels": {kube_names.LABEL_POOL: "h20"}},
+            "data": {
+                "config.yaml": "version: v1\nmig-configs:\n  all-1g.12gb:\n  - devices: all\n"
+                "    mig-enabled: true\n    mig-devices: {1g.12gb: 7}\n"
+            },
+        },
+        HELM_MIG,
+    )
+    assert messages_of("mig-config-exists", [*staging.resources, mig_parted]) == []
+    renamed = copy.deepcopy(staging.get("gpushare-h20-pool"))
+    renamed.props["labels"][kube_names.LABEL_MIG_CONFIG] = "all-1g.24gb"
+    (message,) = messages_of("mig-config-exists", [renamed, mig_parted])
+    assert "label nvidia.com/mig.config=all-1g.24gb names no config in ConfigMap" in message
+    assert "(configs: all-1g.12gb)" in message
+    # No MIG manager config in the stack at all: nothing to hold the label against.
+    assert messages_of("mig-config-exists", [renamed]) == []
