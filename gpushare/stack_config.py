@@ -31,7 +31,6 @@ OPERATOR_CHART_REPOSITORY = "https://helm.ngc.nvidia.com/nvidia"
 OperatorChartVersion = Literal["v26.7.0"]
 OPERATOR_CHART_PLUGIN_VERSIONS: dict[str, str] = {"v26.7.0": "0.20.0"}
 DEFAULT_OPERATOR_CHART_VERSION: OperatorChartVersion = "v26.7.0"
-OPERATOR_PLUGIN_VERSION = OPERATOR_CHART_PLUGIN_VERSIONS[DEFAULT_OPERATOR_CHART_VERSION]
 TKE_PLUGIN_IMAGE = "sgccr.ccs.tencentyun.com/tkeimages/nvidia-device-plugin:v0.14.5"
 # The GPU Operator MIG manager's config for MIG-capable nodes without a `nvidia.com/mig.config` label.
 MIG_CONFIG_ALL_DISABLED = "all-disabled"

@@ -284,8 +284,8 @@ def _check_pool_labels(args: StackValidationArgs, report_violation: ReportViolat
 
 ONE_DEVICE_PLUGIN_PER_NODE: Final = StackValidationPolicy(
     name="one-device-plugin-per-node",
-    description="No two device plugins (our DaemonSets, the Helm chart, TKE's DaemonSet unless parked) can "
-    "land on the same node pool.",
+    description="No two device plugins (our DaemonSets, the Helm chart, the GPU Operator's, TKE's DaemonSet "
+    "unless parked) can land on the same node pool.",
     validate=_check_one_plugin,
 )
 MIG_ONLY_ON_MIG_CAPABLE_GPUS: Final = StackValidationPolicy(

@@ -248,7 +248,8 @@ def _check_chart_pinned(args: ResourceValidationArgs, report_violation: ReportVi
     version = plugin.chart_version
     if version is None or not _EXACT_VERSION.fullmatch(version):
         report_violation(
-            f"{plugin.label}: `version` is {version or 'unset'}, not an exact chart version (e.g. 0.17.1); "
+            f"{plugin.label}: `version` is {version or 'unset'}, not an exact chart version "
+            f"(e.g. {'v26.7.0' if plugin.is_operator else '0.17.1'}); "
             "an unpinned chart changes the plugin, its config "
             "rules and its defaults (node affinity since 0.15) "
             "underneath the stack.",
@@ -340,7 +341,7 @@ PLUGIN_RESTARTS_ON_CONFIG_CHANGE: Final = StackValidationPolicy(
 )
 HELM_CHART_PINNED: Final = ResourceValidationPolicy(
     name="helm-chart-pinned",
-    description="The device-plugin Helm release pins an exact chart version.",
+    description="The device-plugin (or GPU Operator) Helm release pins an exact chart version.",
     validate=_check_chart_pinned,
 )
 CLI_FLAG_OVERRIDES_CONFIG: Final = StackValidationPolicy(
