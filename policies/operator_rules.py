@@ -9,7 +9,8 @@
 - `operator-driver-consistent`: one driver per node. The operator installs its driver container where
   `driver.enabled` (chart default true) and the node does not say `nvidia.com/gpu.deploy.driver=false`;
   TKE installs one where the pool's `nodeConfig.gpuArgs` names a driver (VERIFIED), and by its GPU node
-  set-up where it names none (INFERRED from TKE's guides: README, GPU Operator).
+  set-up where it names none (INFERRED from TKE's guides: README, GPU Operator). The reverse (the operator's
+  driver off where TKE installs none) cannot be told from TKE's node-pool inputs, which have no "no driver".
 Both see what `pulumi preview` shows: the Release's values, the ConfigMaps and the node pools.
 """
 
@@ -183,8 +184,8 @@ def _check_driver_consistent(args: StackValidationArgs, report_violation: Report
                 continue
             report_violation(
                 f"node pool {pool.name}: {operator.label} values.driver.enabled is {stated}, and "
-                f"{_tke_driver(pool)}: two drivers on one node (the operator's driver container cannot load "
-                "its kernel module over the host's, and the operator's validator holds back every operand). "
+                f"{_tke_driver(pool)}: two installers compete for one node's NVIDIA kernel module (the "
+                "operator's driver container against the host's driver), and every operand waits on it. "
                 "Set driver.enabled false (gpuOperator.driverEnabled) or label the pool "
                 f"{OPERATOR_DEPLOY_LABEL_PREFIX}driver=false.",
                 pool.resource.urn,
