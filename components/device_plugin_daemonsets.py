@@ -19,6 +19,8 @@ class DevicePluginDaemonSetsArgs:
     image: str
     config_map_name: str = kube_names.CONFIG_MAP_NAME
     namespace: str = kube_names.CONFIG_MAP_NAMESPACE
+    # False under managedPlugin optOut: the pools say `nvidia-device-enable=disable`, so select without it.
+    select_tke_switch: bool = True
 
 
 def plugin_container(entry: PluginConfigEntry, image: str) -> k8s.core.v1.ContainerArgs:
@@ -75,7 +77,9 @@ class DevicePluginDaemonSets(pulumi.ComponentResource):
                                 annotations={kube_names.ANNOTATION_CONFIG_SHA256: entry.sha256},
                             ),
                             spec=k8s.core.v1.PodSpecArgs(
-                                node_selector=plugin_pod.node_selector(entry.key),
+                                node_selector=plugin_pod.node_selector(
+                                    entry.key, tke_switch=args.select_tke_switch
+                                ),
                                 tolerations=[k8s.core.v1.TolerationArgs(operator="Exists")],
                                 priority_class_name=plugin_pod.PRIORITY_CLASS,
                                 containers=[plugin_container(entry, args.image)],

@@ -23,13 +23,15 @@ class GpuNodePoolArgs:
     protect: bool = False
     # TKE's `gpu_args.mig_enable`; None: on exactly when a pre-start script partitions the GPUs.
     mig_enable: bool | None = None
+    # TKE's switch label for its own device plugin: `disable` opts the pool out of it (managedPlugin optOut).
+    device_enable: str = kube_names.DEVICE_ENABLE_VALUE
 
 
 def node_labels(args: GpuNodePoolArgs) -> dict[str, str]:
     pool = args.pool
     labels = {
         **pool.labels,
-        kube_names.LABEL_DEVICE_ENABLE: kube_names.DEVICE_ENABLE_VALUE,
+        kube_names.LABEL_DEVICE_ENABLE: args.device_enable,
         kube_names.LABEL_PLUGIN_CONFIG: pool.config_key,
         kube_names.LABEL_GPU_MODEL: pool.gpu,
         kube_names.LABEL_POOL: pool.name,

@@ -40,6 +40,8 @@ class GpuSharingCluster(pulumi.ComponentResource):
         entries = plugin_config_entries(self.plan)
         child = pulumi.ResourceOptions(parent=self)
 
+        managed = plugin.managed_plugin
+        opt_out = managed.action == "optOut"
         for pool in stack.pools:
             extra: dict[str, str] = {}
             script = None
@@ -63,11 +65,11 @@ class GpuSharingCluster(pulumi.ComponentResource):
                     pre_start_script=script,
                     mig_enable=mig_enable,
                     protect=pool.protect if pool.protect is not None else stack.protect_pools,
+                    device_enable=managed.device_enable_value,
                 ),
                 child,
             )
 
-        managed = plugin.managed_plugin
         adopted = (
             next((e for e in entries if e.key == managed.pool), None) if managed.action == "adopt" else None
         )
@@ -80,18 +82,22 @@ class GpuSharingCluster(pulumi.ComponentResource):
                     entries=[e for e in entries if e.key not in (FALLBACK_KEY, managed.pool)],
                     image=plugin.plugin_image,
                     config_map_name=config_map.config_map_name,
+                    select_tke_switch=not opt_out,
                 ),
                 after_config,
             )
-            ManagedDevicePlugin(
-                f"{name}-managed-plugin", ManagedDevicePluginArgs(managed, adopted), after_config
-            )
+            # optOut patches nothing of TKE's: the pools' `nvidia-device-enable=disable` keeps its plugin off.
+            if not opt_out:
+                ManagedDevicePlugin(
+                    f"{name}-managed-plugin", ManagedDevicePluginArgs(managed, adopted), after_config
+                )
         else:
             if plugin.mode == "helm":
                 DevicePluginRelease(f"{name}-device-plugin", DevicePluginReleaseArgs(plugin, entries), child)
             else:
                 GpuOperatorRelease(f"{name}-gpu-operator", GpuOperatorReleaseArgs(self.plan, entries), child)
-            ManagedDevicePlugin(f"{name}-managed-plugin", ManagedDevicePluginArgs(managed), child)
+            if not opt_out:
+                ManagedDevicePlugin(f"{name}-managed-plugin", ManagedDevicePluginArgs(managed), child)
 
         self.register_outputs(
             {

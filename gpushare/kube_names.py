@@ -1,8 +1,11 @@
 """Names gpushare puts on Kubernetes objects and nodes, shared by the program and the policy pack."""
 
-# TKE's switch for its built-in device plugin; TKE sets it on GPU nodes itself.
+# TKE's switch for its built-in device plugin; TKE sets it on GPU nodes itself, and its DaemonSet selects
+# `enable`. A node-pool label `disable` takes TKE's plugin off the pool's nodes (managedPlugin optOut;
+# verified on TKE by a third-party guide, not by Tencent's docs).
 LABEL_DEVICE_ENABLE = "nvidia-device-enable"
 DEVICE_ENABLE_VALUE = "enable"
+DEVICE_DISABLE_VALUE = "disable"
 # Read by the upstream config-manager (Helm mode) and by our per-pool DaemonSets' nodeSelector.
 LABEL_PLUGIN_CONFIG = "nvidia.com/device-plugin.config"
 LABEL_GPU_MODEL = "gpushare.io/gpu-model"

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 from gpushare import catalog
 from gpushare.catalog import GpuModel
-from gpushare.stack_config import Mig, Pool, StackConfig, TimeSlicing, pool_mig_strategy
-from gpushare.tuning import Tuning, fallback_replicas, tune
+from gpushare.stack_config import Fallback, Mig, Pool, StackConfig, TimeSlicing, pool_mig_strategy
+from gpushare.tuning import Tuning, tune
 
 FALLBACK_KEY = "any"
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -95,19 +95,37 @@ class PoolPlan:
 
 
 @dataclass(frozen=True)
+class FallbackPlan:
+    """The fallback key `any`, which serves every GPU node whose label names no key (a pool made outside
+    the stack, a lost label, a GPU model added by hand): its GPU is unknown, so it shares nothing unless
+    the stack opts in with `sharing.fallback`, and then it is tuned for the GPU the stack names."""
+
+    setting: Fallback | None
+    tuning: Tuning | None
+
+    @property
+    def shared(self) -> bool:
+        return self.tuning is not None and self.tuning.shared
+
+    @property
+    def replicas(self) -> int:
+        """Replicas of one GPU; 1 when the fallback shares nothing."""
+        return self.tuning.slots if self.tuning is not None else 1
+
+    def describe(self) -> str:
+        if self.tuning is None:
+            return "exclusive, one pod per GPU"
+        tuned = f"tuned for {self.tuning.gpu} at {self.tuning.measured_mib} MiB"
+        return (
+            f"{self.replicas} replicas, {tuned}" if self.shared else f"exclusive, {tuned} (fewer than 2 fit)"
+        )
+
+
+@dataclass(frozen=True)
 class SharingPlan:
     stack: StackConfig
     pools: tuple[PoolPlan, ...]
-
-    @property
-    def whole_gpu_tunings(self) -> list[Tuning]:
-        """What the `any` key is tuned from: it only ever serves whole GPUs (a node whose label names no
-        key), so MIG-instance tunings do not count."""
-        return [s.tuning for p in self.pools for s in p.shared if s.tuning.mig_profile is None]
-
-    @property
-    def fallback_replicas(self) -> int:
-        return fallback_replicas(self.whole_gpu_tunings, self.stack.sharing.utilization_ceiling)
+    fallback: FallbackPlan
 
     @property
     def total_slots(self) -> int:
@@ -141,9 +159,19 @@ def plan_pool(pool: Pool, ceiling: float) -> PoolPlan:
     return PoolPlan(pool=pool, gpu=gpu, mig_strategy=pool_mig_strategy(pool), shared=tuple(shared))
 
 
+def plan_fallback(setting: Fallback | None, ceiling: float) -> FallbackPlan:
+    if setting is None:
+        return FallbackPlan(setting=None, tuning=None)
+    return FallbackPlan(setting=setting, tuning=tune(catalog.gpu(setting.gpu), setting.measured_mib, ceiling))
+
+
 def build_plan(stack: StackConfig) -> SharingPlan:
     ceiling = stack.sharing.utilization_ceiling
-    return SharingPlan(stack=stack, pools=tuple(plan_pool(pool, ceiling) for pool in stack.pools))
+    return SharingPlan(
+        stack=stack,
+        pools=tuple(plan_pool(pool, ceiling) for pool in stack.pools),
+        fallback=plan_fallback(stack.sharing.fallback, ceiling),
+    )
 
 
 def capacity_json(plan: SharingPlan) -> dict[str, object]:
@@ -169,7 +197,14 @@ def capacity_json(plan: SharingPlan) -> dict[str, object]:
             }
             for p in plan.pools
         ],
-        "fallbackReplicas": plan.fallback_replicas,
+        "fallback": {
+            "key": FALLBACK_KEY,
+            "mode": "time-slicing" if plan.fallback.shared else "exclusive",
+            "replicas": plan.fallback.replicas,
+            "gpu": plan.fallback.tuning.gpu if plan.fallback.tuning else None,
+            "measuredMiB": plan.fallback.tuning.measured_mib if plan.fallback.tuning else None,
+            "summary": plan.fallback.describe(),
+        },
         "totalSlots": plan.total_slots,
         "slotsBefore": plan.slots_before,
     }
@@ -214,6 +249,8 @@ def capacity_table(capacity: dict[str, object]) -> str:
                 str(p["slotsBefore"]),
             )
         )
+    fallback = capacity["fallback"]
+    assert isinstance(fallback, dict)
     rows.append(
         ("total", "", "", "", "", str(capacity["totalSlots"]), "", "", "", str(capacity["slotsBefore"]))
     )
@@ -221,7 +258,7 @@ def capacity_table(capacity: dict[str, object]) -> str:
     lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     lines.append(
-        f"\n{capacity['totalSlots']} schedulable GPU slots against {capacity['slotsBefore']} before sharing "
-        f"(fallback key `{FALLBACK_KEY}`: {capacity['fallbackReplicas']} replicas)."
+        f"\n{capacity['totalSlots']} schedulable GPU slots against {capacity['slotsBefore']} before sharing.\n"
+        f"Fallback key `{FALLBACK_KEY}` (GPU nodes whose label names no key): {fallback['summary']}."
     )
     return "\n".join(lines)

@@ -68,18 +68,36 @@ def _pool_entry(plan: PoolPlan) -> PluginConfigEntry:
 
 
 def _fallback_entry(plan: SharingPlan) -> PluginConfigEntry:
-    whole_gpu = plan.whole_gpu_tunings
-    provenance: dict[str, object] = {
-        "rule": "smallest time-sliced GPU memory over the largest measurement",
-        "ceiling": plan.stack.sharing.utilization_ceiling,
-        "replicas": plan.fallback_replicas,
-    }
-    if plan.fallback_replicas >= 2:
-        provenance["memoryMiB"] = min(t.memory_mib for t in whole_gpu)
-        provenance["measuredMiB"] = max(t.measured_mib for t in whole_gpu)
-        config = device_plugin_config.time_slicing_config([(GPU_RESOURCE, plan.fallback_replicas)], "none")
+    """`any` shares nothing unless the stack opts in (`sharing.fallback`); its provenance has the same
+    shape as a pool's, so the policy pack reads both alike."""
+    fallback = plan.fallback
+    shared = [(GPU_RESOURCE, fallback.tuning)] if fallback.tuning is not None and fallback.shared else []
+    if shared:
+        config = device_plugin_config.time_slicing_config([(r, t.replicas) for r, t in shared], "none")
     else:
         config = device_plugin_config.exclusive_config("none")
+    setting = fallback.setting
+    provenance: dict[str, object] = {
+        "pool": None,
+        "gpu": setting.gpu if setting else None,
+        "mode": "time-slicing" if setting else "exclusive",
+        "migStrategy": "none",
+        "resources": [
+            {
+                "resource": resource,
+                "migProfile": None,
+                "memoryMiB": tuning.memory_mib,
+                "measuredMiB": tuning.measured_mib,
+                "ceiling": tuning.ceiling,
+                "replicas": tuning.replicas,
+            }
+            for resource, tuning in shared
+        ],
+    }
+    if setting is not None:
+        provenance["measuredMiB"] = setting.measured_mib
+        provenance["measuredAt"] = setting.measured_at
+        provenance["source"] = setting.source
     return PluginConfigEntry(FALLBACK_KEY, device_plugin_config.render(config), provenance)
 
 

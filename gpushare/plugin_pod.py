@@ -30,7 +30,12 @@ def pod_selector_labels(pool: str) -> dict[str, str]:
     return {"name": f"nvidia-device-plugin-ds-{pool}"}
 
 
-def node_selector(config_key: str) -> dict[str, str]:
+def node_selector(config_key: str, *, tke_switch: bool = True) -> dict[str, str]:
+    """The nodes of the pool whose key is `config_key` (its name). Beside a parked or adopted TKE
+    DaemonSet also TKE's switch label, as the seed's DaemonSets did; under managedPlugin optOut that label
+    says `disable`, so the pool's own labels alone select."""
+    if not tke_switch:
+        return {kube_names.LABEL_PLUGIN_CONFIG: config_key, kube_names.LABEL_POOL: config_key}
     return {
         kube_names.LABEL_DEVICE_ENABLE: kube_names.DEVICE_ENABLE_VALUE,
         kube_names.LABEL_PLUGIN_CONFIG: config_key,

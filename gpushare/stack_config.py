@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from gpushare import catalog
+from gpushare import catalog, kube_names
 from gpushare.errors import ConfigError, GpushareError
 from gpushare.mig_geometry import fit_layout
 from gpushare.tuning import DEFAULT_CEILING
@@ -47,6 +47,14 @@ def _at(path: str, message: str) -> ValueError:
     return ValueError(f"@{path}|{message}")
 
 
+def _catalog_gpu(value: str) -> str:
+    try:
+        catalog.gpu(value)
+    except GpushareError as err:
+        raise ValueError(err.message) from None
+    return value
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True, populate_by_name=True)
 
@@ -66,10 +74,21 @@ class Cluster(_Model):
         return value
 
 
-class ManagedPlugin(_Model):
-    """What to do with TKE's own `kube-system/nvidia-device-plugin-daemonset`."""
+ManagedAction = Literal["park", "adopt", "optOut"]
 
-    action: Literal["park", "adopt"] = "park"
+
+def default_managed_action(mode: str) -> ManagedAction:
+    """optOut for every mode but daemonsets: it changes nothing TKE owns (no patch for TKE to revert).
+    daemonsets keeps park, what its stacks meant before optOut existed."""
+    return "park" if mode == "daemonsets" else "optOut"
+
+
+class ManagedPlugin(_Model):
+    """What to do with TKE's own `kube-system/nvidia-device-plugin-daemonset`: park it (a patched
+    nodeSelector no node carries), adopt it as one pool's plugin (a patch), or opt every GPU pool out of
+    it with TKE's own switch label `nvidia-device-enable=disable` (no patch)."""
+
+    action: ManagedAction = "park"
     pool: str | None = None
     name: str = "nvidia-device-plugin-daemonset"
     namespace: str = "kube-system"
@@ -80,9 +99,14 @@ class ManagedPlugin(_Model):
     def _adopt_needs_pool(self) -> ManagedPlugin:
         if self.action == "adopt" and not self.pool:
             raise ValueError("adopt needs `pool`: the pool whose plugin TKE's DaemonSet becomes")
-        if self.action == "park" and self.pool:
+        if self.action != "adopt" and self.pool:
             raise ValueError("`pool` only applies to action adopt")
         return self
+
+    @property
+    def device_enable_value(self) -> str:
+        """The value of TKE's switch label on every GPU pool: `disable` opts the pool out of TKE's plugin."""
+        return kube_names.DEVICE_DISABLE_VALUE if self.action == "optOut" else kube_names.DEVICE_ENABLE_VALUE
 
 
 class GpuOperator(_Model):
@@ -145,6 +169,20 @@ class DevicePlugin(_Model):
             raise _at("gpuOperator", f"only applies to mode gpu-operator, not {self.mode}")
         return self
 
+    @model_validator(mode="before")
+    @classmethod
+    def _mode_default_action(cls, data: Any) -> Any:
+        """`managedPlugin.action` defaults by mode (`default_managed_action`), so fill it in before the
+        fields are validated; anything malformed is left for the field validators to name."""
+        if not isinstance(data, dict):
+            return data
+        key = "managed_plugin" if "managed_plugin" in data else "managedPlugin"
+        managed = data.get(key, {})
+        mode = data.get("mode", "daemonsets")
+        if isinstance(managed, dict) and "action" not in managed and isinstance(mode, str):
+            return {**data, key: {**managed, "action": default_managed_action(mode)}}
+        return data
+
     @property
     def plugin_version(self) -> str:
         if self.mode == "gpu-operator":
@@ -172,6 +210,8 @@ class Sharing(_Model):
     utilization_ceiling: float = Field(default=DEFAULT_CEILING, alias="utilizationCeiling", gt=0, le=1)
     max_measurement_age_days: int = Field(default=180, alias="maxMeasurementAgeDays", gt=0)
     device_plugin: DevicePlugin = Field(default_factory=DevicePlugin, alias="devicePlugin")
+    # Defined below with the measurements; pydantic resolves the name when the model is first built.
+    fallback: Fallback | None = None
 
 
 class Nodes(_Model):
@@ -203,6 +243,25 @@ class Measurement(_Model):
 
 class TimeSlicing(Measurement):
     mode: Literal["time-slicing"]
+
+
+class Fallback(Measurement):
+    """Opt-in sharing for the fallback key `any` (nodes whose label names no key): tuned for the one GPU
+    the stack names. Without it `any` shares nothing, since the GPU such a node carries is unknown."""
+
+    gpu: str
+
+    @field_validator("gpu")
+    @classmethod
+    def _known_gpu(cls, value: str) -> str:
+        return _catalog_gpu(value)
+
+    @model_validator(mode="after")
+    def _fits(self) -> Fallback:
+        memory = catalog.gpu(self.gpu).memory_mib
+        if self.measured_mib > memory:
+            raise _at("measuredMiB", f"{self.measured_mib} MiB is more than {self.gpu}'s {memory} MiB")
+        return self
 
 
 class Exclusive(_Model):
@@ -258,11 +317,7 @@ class Pool(_Model):
     @field_validator("gpu")
     @classmethod
     def _known_gpu(cls, value: str) -> str:
-        try:
-            catalog.gpu(value)
-        except GpushareError as err:
-            raise ValueError(err.message) from None
-        return value
+        return _catalog_gpu(value)
 
     @model_validator(mode="after")
     def _consistent(self) -> Pool:
@@ -335,6 +390,16 @@ class StackConfig(_Model):
             seen.add(pool.name)
         plugin = self.sharing.device_plugin
         managed = plugin.managed_plugin
+        for index, pool in enumerate(self.pools):
+            # gpushare sets TKE's switch label from the action; a pool's own value may only agree with it.
+            labelled = pool.labels.get(kube_names.LABEL_DEVICE_ENABLE)
+            if labelled is not None and labelled != managed.device_enable_value:
+                raise _at(
+                    f"pools[{index}].labels.{kube_names.LABEL_DEVICE_ENABLE}",
+                    f"{labelled!r} contradicts managedPlugin.action {managed.action}, which labels every GPU "
+                    f"pool {kube_names.LABEL_DEVICE_ENABLE}={managed.device_enable_value}"
+                    + (" (TKE's plugin would run beside gpushare's)" if managed.action == "optOut" else ""),
+                )
         if managed.action == "adopt":
             if plugin.mode != "daemonsets":
                 raise _at(

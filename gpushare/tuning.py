@@ -11,7 +11,6 @@ import csv
 import io
 import math
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -103,17 +102,6 @@ def tune(
         ceiling=ceiling,
         replicas=max_replicas(memory, measured_mib, ceiling),
     )
-
-
-def fallback_replicas(tunings: Iterable[Tuning], ceiling: float = DEFAULT_CEILING) -> int:
-    """The `any` key serves every node whose own key is missing, so it must be safe on the smallest
-    time-sliced GPU with the largest measured process."""
-    shared = [t for t in tunings if t.shared]
-    if not shared:
-        return 0
-    smallest_memory = min(t.memory_mib for t in shared)
-    largest_process = max(t.measured_mib for t in shared)
-    return max_replicas(smallest_memory, largest_process, ceiling)
 
 
 _MIB = re.compile(r"^\s*(\d+)\s*MiB\s*$", re.IGNORECASE)

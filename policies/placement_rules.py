@@ -38,7 +38,10 @@ NO_MIG_STRATEGY: Final = "none"
 
 def _why_here(view: StackView, workload: Workload) -> str:
     if isinstance(workload, DaemonSetPlugin) and workload.managed and workload.resource is None:
-        return f"{workload.label} (TKE's, not parked: no DaemonSetPatch moves it off GPU nodes)"
+        return (
+            f"{workload.label} (TKE's: the pool is not labelled {kube_names.LABEL_DEVICE_ENABLE}="
+            f"{kube_names.DEVICE_DISABLE_VALUE} and no DaemonSetPatch parks it)"
+        )
     placement = view.placement(workload)
     return f"{workload.label} ({placement.describe()})" if placement else workload.label
 
@@ -51,9 +54,10 @@ def _check_one_plugin(args: StackValidationArgs, report_violation: ReportViolati
             plugins = "; ".join(_why_here(view, w) for w in landed)
             report_violation(
                 f"node pool {pool.name}: {len(landed)} device plugins would run on each of its nodes: "
-                f"{plugins}. They register the same resources with the kubelet and fight over them; park "
-                "TKE's DaemonSet (managedPlugin.action park) or narrow the nodeSelectors so that one plugin "
-                "serves each pool.",
+                f"{plugins}. They register the same resources with the kubelet and fight over them; opt the "
+                f"pools out of TKE's plugin (managedPlugin.action optOut labels them "
+                f"{kube_names.LABEL_DEVICE_ENABLE}={kube_names.DEVICE_DISABLE_VALUE}), park it, or narrow the "
+                "nodeSelectors so that one plugin serves each pool.",
                 pool.resource.urn,
             )
 
@@ -252,11 +256,26 @@ def _check_helm_schedulable(args: StackValidationArgs, report_violation: ReportV
         )
 
 
+def _device_enable_wanted(view: StackView) -> str | None:
+    """TKE's switch value every GPU pool must carry: the stack's managedPlugin action decides (`disable`
+    under optOut); without a stack config, `enable` when the stack patches TKE's DaemonSet (park/adopt),
+    else any value (one-device-plugin-per-node then judges where TKE's plugin lands)."""
+    if view.stack.config is not None:
+        return view.stack.config.plugin.managed_plugin.device_enable_value
+    patched = any(d.managed and d.resource is not None for d in view.daemon_sets)
+    return kube_names.DEVICE_ENABLE_VALUE if patched else None
+
+
+def _opted_out(view: StackView) -> bool:
+    return view.stack.config is not None and view.stack.config.plugin.managed_plugin.action == "optOut"
+
+
 def _check_pool_labels(args: StackValidationArgs, report_violation: ReportViolation) -> None:
     view = view_of(args)
     needs_present = _needs_gpu_present_label(view)
+    opted_out = _opted_out(view)
     required: dict[str, str | None] = {
-        kube_names.LABEL_DEVICE_ENABLE: kube_names.DEVICE_ENABLE_VALUE,
+        kube_names.LABEL_DEVICE_ENABLE: _device_enable_wanted(view),
         kube_names.LABEL_PLUGIN_CONFIG: None,  # any value: config-key-exists checks it names a key
     }
     if needs_present:
@@ -264,28 +283,45 @@ def _check_pool_labels(args: StackValidationArgs, report_violation: ReportViolat
     for pool in view.node_pools:
         if not pool.is_gpu_pool or pool.labels is None:
             continue
+        switch = pool.labels.get(kube_names.LABEL_DEVICE_ENABLE)
+        turned_on = opted_out and switch is not None and switch != kube_names.DEVICE_DISABLE_VALUE
+        if turned_on:
+            report_violation(
+                f"node pool {pool.name} ({pool.gpu_key}) is labelled {kube_names.LABEL_DEVICE_ENABLE}={switch}, "
+                "but the stack opts out of TKE's device plugin (managedPlugin.action optOut): TKE's DaemonSet "
+                f"runs on its nodes beside gpushare's plugin. Label it {kube_names.LABEL_DEVICE_ENABLE}="
+                f"{kube_names.DEVICE_DISABLE_VALUE}.",
+                pool.resource.urn,
+            )
         missing = [
             f"{label}={value}" if value else label
             for label, value in required.items()
-            if label not in pool.labels or (value is not None and pool.labels[label] != value)
+            if (label not in pool.labels or (value is not None and pool.labels[label] != value))
+            and not (turned_on and label == kube_names.LABEL_DEVICE_ENABLE)
         ]
-        if missing:
-            why = (
-                f" ({needs_present[0].label} without NFD needs {kube_names.LABEL_GPU_PRESENT})"
-                if needs_present
-                else ""
+        if not missing:
+            continue
+        why = (
+            f" ({needs_present[0].label} without NFD needs {kube_names.LABEL_GPU_PRESENT})"
+            if needs_present
+            else ""
+        )
+        if opted_out and switch is None:
+            why += (
+                f" (managedPlugin.action optOut: without {kube_names.LABEL_DEVICE_ENABLE}="
+                f"{kube_names.DEVICE_DISABLE_VALUE} TKE labels the nodes `enable` and its plugin runs there)"
             )
-            report_violation(
-                f"node pool {pool.name} ({pool.gpu_key}) lacks the label(s) its device plugin selects on: "
-                f"{', '.join(missing)}{why}.",
-                pool.resource.urn,
-            )
+        report_violation(
+            f"node pool {pool.name} ({pool.gpu_key}) lacks the label(s) its device plugin selects on: "
+            f"{', '.join(missing)}{why}.",
+            pool.resource.urn,
+        )
 
 
 ONE_DEVICE_PLUGIN_PER_NODE: Final = StackValidationPolicy(
     name="one-device-plugin-per-node",
     description="No two device plugins (our DaemonSets, the Helm chart, the GPU Operator's, TKE's DaemonSet "
-    "unless parked) can land on the same node pool.",
+    "unless parked or the pool opts out with nvidia-device-enable=disable) can land on the same node pool.",
     validate=_check_one_plugin,
 )
 MIG_ONLY_ON_MIG_CAPABLE_GPUS: Final = StackValidationPolicy(
@@ -302,7 +338,8 @@ HELM_PLUGIN_SCHEDULABLE: Final = StackValidationPolicy(
 )
 GPU_POOL_LABELS: Final = StackValidationPolicy(
     name="gpu-pool-labels",
-    description="Every GPU node pool carries the labels its device plugin selects on.",
+    description="Every GPU node pool carries the labels its device plugin selects on, and under managedPlugin "
+    "optOut nvidia-device-enable=disable.",
     validate=_check_pool_labels,
 )
 

@@ -25,12 +25,13 @@ from pulumi_policy import (
 from gpushare import device_plugin_config, kube_names
 from gpushare.device_plugin_config import DevicePluginConfigError, FlagOverride
 from gpushare.errors import GpushareError
+from gpushare.plan import FALLBACK_KEY
 from gpushare.plugin_configs import config_checksum
 from policies.config_files import NEWEST_PLUGIN_VERSION, ConfigSource, read_plugin_config
-from policies.props import UNKNOWN, resource_of, text
+from policies.props import UNKNOWN, items, resource_of, text
 from policies.reporting import report_once
 from policies.stack_view import StackView, view_of
-from policies.workloads import DaemonSetPlugin, Workload, daemon_set_plugin, helm_plugin
+from policies.workloads import DaemonSetPlugin, HelmPlugin, Workload, daemon_set_plugin, helm_plugin
 
 _EXACT_VERSION: Final = re.compile(r"v?\d+\.\d+\.\d+([-+][0-9A-Za-z.+-]+)?")
 
@@ -171,6 +172,12 @@ def _check_config_keys(args: StackValidationArgs, report_violation: ReportViolat
                 "the file is missing and the plugin cannot start.",
                 daemon_set.urn,
             )
+    for plugin in view.helm_plugins:
+        source = view.helm_config(plugin)
+        if plugin.enabled and source is not None:
+            problem = _default_key_problem(plugin, source)
+            if problem:
+                report_violation(problem, plugin.urn)
     for pool in view.node_pools:
         selected = (pool.labels or {}).get(kube_names.LABEL_PLUGIN_CONFIG)
         if not selected:
@@ -196,6 +203,32 @@ def _check_config_keys(args: StackValidationArgs, report_violation: ReportViolat
                     f"config {selected} does not exist'.",
                     pool.resource.urn,
                 )
+
+
+def _default_key_problem(plugin: HelmPlugin, source: ConfigSource) -> str | None:
+    """The config-manager's choice for a node without the label: `config.default` (must be a key), else the
+    first of `config.fallbackStrategies` that resolves (`named`: key `default`; `single`: the only key;
+    `empty`: no config)."""
+    default = plugin.config_default
+    if default:
+        if _missing(source, default):
+            return (
+                f"{plugin.label}: config.default {default!r} is not a key of {source.describe()} (keys: "
+                f"{_known_keys(source)}); on every node without a {kube_names.LABEL_PLUGIN_CONFIG} label the "
+                "config-manager fails."
+            )
+        return None
+    raw = plugin.config_value("fallbackStrategies")
+    strategies = [s for s in items(raw) if isinstance(s, str)] if raw is not None else ["named", "single"]
+    resolvable = {"named": "default" in source.data, "single": len(source.data) == 1, "empty": True}
+    if not source.keys_known or any(resolvable.get(s, False) for s in strategies):
+        return None
+    return (
+        f"{plugin.label}: no config.default and no fallback strategy ({', '.join(strategies) or 'none'}) "
+        f"resolves among keys {_known_keys(source)} of {source.describe()}; the chart refuses to render "
+        "('A default config must be provided ...'). Set config.default to a key (gpushare uses "
+        f"{FALLBACK_KEY!r})."
+    )
 
 
 def _sources_serving(view: StackView, pool_workloads: list[Workload]) -> list[tuple[Workload, ConfigSource]]:
@@ -329,8 +362,8 @@ CONFIG_FILE_NOT_DIRECTORY: Final = ResourceValidationPolicy(
 )
 CONFIG_KEY_EXISTS: Final = StackValidationPolicy(
     name="config-key-exists",
-    description="The config key a plugin's --config-file or a node pool's nvidia.com/device-plugin.config "
-    "label selects exists in the config.",
+    description="The config key a plugin's --config-file, a node pool's nvidia.com/device-plugin.config "
+    "label or the chart's config.default selects exists in the config.",
     validate=_check_config_keys,
 )
 PLUGIN_RESTARTS_ON_CONFIG_CHANGE: Final = StackValidationPolicy(

@@ -2,14 +2,14 @@
 
 Resource policies on every ConfigMap and device-plugin Helm release that holds device-plugin configs.
 For an entry under key K serving resource R:
-- the GPU: the stack config's pool K (its `gpu`), else the `gpu` of the `gpushare.io/tuning-K`
-  provenance annotation (ConfigMap annotations, or the chart's `podAnnotations`);
+- the GPU: the stack config's pool K (its `gpu`) or, for the fallback key `any`, the stack config's
+  `sharing.fallback` (absent: `any` may not share); else (no such pool, or no stack config) the `gpu` of
+  the `gpushare.io/tuning-K` provenance annotation (ConfigMap annotations, or the chart's `podAnnotations`);
 - the memory: always the catalog's, for the GPU or, for `nvidia.com/mig-<profile>` (and for
   `nvidia.com/gpu` under the `single` MIG strategy), for the MIG instance;
-- the measurement: the pool's (`measuredMiB`, `measuredAt`), else the annotation's;
-- the fallback key `any`: the smallest time-sliced GPU over the largest measurement
-  (`gpushare.tuning.fallback_replicas`), over the stack's time-sliced pools, else over the keys whose
-  annotations describe time-sliced GPUs.
+- the measurement: the pool's or the fallback's (`measuredMiB`, `measuredAt`), else the annotation's.
+`any` is a key like any other: it serves GPUs nobody named, so it shares only when the stack names the GPU
+it is tuned for.
 
 Measurement age is an advisory (`time-slicing-measurement-fresh`), not part of the mandatory rule: the
 replicas still satisfy the rule for the recorded measurement, and a deploy must not start failing because
@@ -31,8 +31,8 @@ from gpushare import catalog
 from gpushare.catalog import GpuModel, MigProfile
 from gpushare.errors import GpushareError
 from gpushare.plan import FALLBACK_KEY, GPU_RESOURCE
-from gpushare.stack_config import Mig, TimeSlicing
-from gpushare.tuning import MIN_SHARED_REPLICAS, Tuning, fallback_replicas, max_replicas, tune
+from gpushare.stack_config import PROJECT, Mig
+from gpushare.tuning import MIN_SHARED_REPLICAS, max_replicas
 from policies.config_files import ConfigSource, PluginConfigView, SharedEntry, read_plugin_config
 from policies.props import integer, items, resource_of, text
 from policies.settings import (
@@ -73,6 +73,19 @@ def _positive(value: object) -> int | None:
 
 def basis_for(source: ConfigSource, key: str, stack: StackFacts) -> Basis | str:
     """The basis of key `key`, or why there is none."""
+    if key == FALLBACK_KEY and stack.config is not None:
+        fallback = stack.config.sharing.fallback
+        if fallback is None:
+            return (
+                f"the stack config names no GPU and measurement for the fallback key ({PROJECT}:sharing."
+                "fallback), so the nodes it serves are unknown"
+            )
+        return Basis(
+            gpu=catalog.gpu(fallback.gpu),
+            measured_mib=fallback.measured_mib,
+            measured_at=fallback.measured_at,
+            origin=f"stack config {PROJECT}:sharing.fallback",
+        )
     pool = stack.pool(key)
     if pool is not None:
         sharing = pool.sharing
@@ -128,41 +141,6 @@ def _memory(basis: Basis, resource_name: str, mig_strategy: str) -> tuple[int, s
     return gpu.memory_mib, gpu.key
 
 
-def _tuning(gpu: GpuModel, measured_mib: int, ceiling: float) -> list[Tuning]:
-    """The pool's tuning; none when the measurement does not fit the GPU (it shares nothing)."""
-    try:
-        return [tune(gpu, measured_mib, ceiling)]
-    except GpushareError:
-        return []
-
-
-def _fallback_maximum(source: ConfigSource, stack: StackFacts, ceiling: float) -> TunedMaximum:
-    tunings: list[Tuning] = []
-    if stack.config is not None:
-        for pool in stack.config.pools:
-            if isinstance(pool.sharing, TimeSlicing):
-                tunings += _tuning(catalog.gpu(pool.gpu), pool.sharing.measured_mib, ceiling)
-        origin = "the stack's time-sliced pools"
-    else:
-        for key in source.plugin_configs():
-            provenance = (source.provenance(key) if key != FALLBACK_KEY else None) or {}
-            gpu = catalog.GPUS.get(text(provenance.get("gpu")) or "")
-            measured = _positive(provenance.get("measuredMiB"))
-            if gpu is not None and measured is not None and provenance.get("mode") == "time-slicing":
-                tunings += _tuning(gpu, measured, ceiling)
-        origin = "the time-sliced keys' gpushare.io/tuning-* annotations"
-    shared = [t for t in tunings if t.shared]
-    if not shared:
-        return TunedMaximum(0, f"no time-sliced GPU to derive it from ({origin})")
-    memory = min(t.memory_mib for t in shared)
-    measured = max(t.measured_mib for t in shared)
-    return TunedMaximum(
-        fallback_replicas(shared, ceiling),
-        f"floor({ceiling:g} x {memory} MiB smallest time-sliced GPU / {measured} MiB largest measurement, "
-        f"from {origin})",
-    )
-
-
 def tuned_maximum(
     source: ConfigSource,
     key: str,
@@ -172,8 +150,6 @@ def tuned_maximum(
     ceiling: float,
 ) -> TunedMaximum | str:
     """The most replicas the rule allows for `entry`, or why it cannot be known."""
-    if key == FALLBACK_KEY:
-        return _fallback_maximum(source, stack, ceiling)
     basis = basis_for(source, key, stack)
     if isinstance(basis, str):
         return basis
@@ -211,10 +187,16 @@ def _check_tuned(args: ResourceValidationArgs, report_violation: ReportViolation
                 continue
             maximum = tuned_maximum(source, key, entry, view, stack, ceiling)
             if isinstance(maximum, str):
+                where = (
+                    f"name the GPU in {PROJECT}:sharing.fallback ({{gpu, measuredMiB}}) or let `any` share "
+                    "nothing"
+                    if key == FALLBACK_KEY
+                    else "give it to the pool (sharing.measuredMiB)"
+                )
                 report_violation(
                     f"{source.where(key)}: {entry.resource_name} replicas {entry.replicas} is not tuned: "
-                    f"{maximum}. Measure the largest process (nvidia-smi --query-compute-apps) and give it "
-                    "to the pool (sharing.measuredMiB); replica counts are derived, never typed.",
+                    f"{maximum}. Measure the largest process (nvidia-smi --query-compute-apps) and {where}; "
+                    "replica counts are derived, never typed.",
                     None,
                 )
             elif entry.replicas > maximum.replicas:
@@ -305,7 +287,7 @@ def _check_measurement_age(args: ResourceValidationArgs, report_violation: Repor
         limit = min(limit, stack.config.sharing.max_measurement_age_days)
     today = date.today()
     for source, key, view in _shared_entries(args):
-        if not view.shared or key == FALLBACK_KEY:
+        if not view.shared:
             continue
         basis = basis_for(source, key, stack)
         if isinstance(basis, str) or basis.measured_mib is None:

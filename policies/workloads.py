@@ -174,10 +174,13 @@ class NodePoolView:
         return self.gpu_key is not None
 
     def node_labels(self, node_feature_discovery: bool) -> Mapping[str, str]:
-        """The labels its nodes carry; NFD adds its NVIDIA PCI label to every GPU node."""
+        """The labels its nodes carry; NFD adds its NVIDIA PCI label to every GPU node, and TKE its switch
+        `nvidia-device-enable=enable` unless the pool's own labels set it (`disable` opts out)."""
         labels = dict(self.labels or {})
-        if node_feature_discovery and self.is_gpu_pool:
-            labels.setdefault(NFD_NVIDIA_PCI_LABEL, "true")
+        if self.is_gpu_pool:
+            labels.setdefault(kube_names.LABEL_DEVICE_ENABLE, kube_names.DEVICE_ENABLE_VALUE)
+            if node_feature_discovery:
+                labels.setdefault(NFD_NVIDIA_PCI_LABEL, "true")
         return labels
 
 
@@ -612,10 +615,14 @@ class HelmPlugin:
             return None
         return text(dig(self._plugin_values, "config", "name")) or None
 
+    def config_value(self, *path: str) -> Any:
+        """A value under the chart's plugin `config` (`config.<path>`, the operator's `devicePlugin.config`)."""
+        return dig(self._plugin_values, "config", *path)
+
     @property
     def config_default(self) -> str | None:
         """The key nodes without a (known) `nvidia.com/device-plugin.config` label get."""
-        return text(dig(self._plugin_values, "config", "default")) or None
+        return text(self.config_value("default")) or None
 
     def config_source(self) -> ConfigSource | None:
         config_map = dig(self._plugin_values, "config", "data" if self.is_operator else "map")

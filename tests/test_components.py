@@ -56,6 +56,26 @@ def test_gpu_node_pool_registers_one_labelled_tke_pool() -> None:
     assert pool.inputs["enableAutoScale"] is False  # min == max
 
 
+@pytest.mark.parametrize(("device_enable", "expected"), [(None, "enable"), ("disable", "disable")])
+def test_gpu_node_pool_sets_tke_switch_label(device_enable: str | None, expected: str) -> None:
+    prod = stack("prod")
+    args = GpuNodePoolArgs(prod.cluster, prod.pool("t4"), {})
+    if device_enable is not None:  # managedPlugin optOut
+        args = GpuNodePoolArgs(prod.cluster, prod.pool("t4"), {}, device_enable=device_enable)
+    _, [pool] = children(run(lambda: GpuNodePool("np", args)), "gpushare:tke:GpuNodePool")
+    assert pool.inputs["labels"]["nvidia-device-enable"] == expected
+
+
+def test_device_plugin_daemonsets_under_opt_out_select_the_pool_not_tke_switch() -> None:
+    found = entries("prod")
+    args = DevicePluginDaemonSetsArgs([found["t4"]], image="registry/plugin:v0.14.5", select_tke_switch=False)
+    _, [ds] = children(run(lambda: DevicePluginDaemonSets("dp", args)), "gpushare:k8s:DevicePluginDaemonSets")
+    assert ds.inputs["spec"]["template"]["spec"]["nodeSelector"] == {
+        "nvidia.com/device-plugin.config": "t4",
+        "gpushare.io/pool": "t4",
+    }
+
+
 def test_gpu_node_pool_with_a_mig_script_enables_mig() -> None:
     staging = stack(HELM_MIG)
     script = "#!/bin/bash\nnvidia-smi -mig 1\n"

@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from gpushare import catalog
 from gpushare.plan import build_plan, capacity_json, capacity_table
 from gpushare.stack_config import load_stack_file
-from gpushare.tuning import max_replicas
 
 
 def _plan(project_dir: Path, stack: str) -> Any:
@@ -27,7 +28,15 @@ def test_prod_plan_is_the_seed_table(project_dir: Path) -> None:
     assert int(pools["t4"]["headroomMiBPerSlot"]) == 719  # not the seed's ~759
     assert capacity["totalSlots"] == 11
     assert capacity["slotsBefore"] == 2
-    assert capacity["fallbackReplicas"] == 2
+    # Prod opts in to the seed's `any`: floor(0.9 x 15360 T4 / 4621 L20 process) = floor(2.99) = 2.
+    assert capacity["fallback"] == {
+        "key": "any",
+        "mode": "time-slicing",
+        "replicas": 2,
+        "gpu": "T4",
+        "measuredMiB": 4621,
+        "summary": "2 replicas, tuned for T4 at 4621 MiB",
+    }
 
 
 def test_staging_plan_time_slices_the_mig_instances(project_dir: Path) -> None:
@@ -45,9 +54,40 @@ def test_staging_plan_time_slices_the_mig_instances(project_dir: Path) -> None:
     assert plan.pool("l20").replicas == 8
     assert plan.total_slots == 64 + 8
     assert plan.slots_before == 5
-    # `any` serves whole GPUs only: the MIG tuning does not drag it down.
-    assert plan.fallback_replicas == max_replicas(46068, 4621, 0.9)
     assert catalog.gpu("H20").mig_profile("1g.24gb").memory_mib == 22138
+    # Staging does not opt in: `any` serves GPUs nobody named, so it shares nothing.
+    assert plan.fallback.tuning is None and plan.fallback.replicas == 1
+    assert capacity_json(plan)["fallback"] == {
+        "key": "any",
+        "mode": "exclusive",
+        "replicas": 1,
+        "gpu": None,
+        "measuredMiB": None,
+        "summary": "exclusive, one pod per GPU",
+    }
+
+
+@pytest.mark.parametrize(
+    ("gpu", "measured", "replicas"),
+    [
+        ("T4", 4401, 3),  # floor(0.9 x 15360 / 4401) = floor(3.14) = 3
+        ("L20", 4621, 8),  # floor(0.9 x 46068 / 4621) = floor(8.97) = 8
+        ("T4", 7000, 1),  # floor(0.9 x 15360 / 7000) = floor(1.97) = 1: fewer than 2 fit, nothing shared
+    ],
+)
+def test_opted_in_fallback_is_tuned_for_the_named_gpu(
+    stack_document: Any, write_stack: Any, gpu: str, measured: int, replicas: int
+) -> None:
+    doc = stack_document("staging")
+    doc["config"]["gpushare:sharing"]["fallback"] = {"gpu": gpu, "measuredMiB": measured}
+    fallback = build_plan(load_stack_file(write_stack(doc, "fallback"))).fallback
+    assert fallback.replicas == replicas
+    assert fallback.shared is (replicas >= 2)
+    assert fallback.describe() == (
+        f"{replicas} replicas, tuned for {gpu} at {measured} MiB"
+        if replicas >= 2
+        else f"exclusive, tuned for {gpu} at {measured} MiB (fewer than 2 fit)"
+    )
 
 
 def test_exclusive_and_untuned_pools(project_dir: Path, stack_document: Any, write_stack: Any) -> None:
@@ -67,3 +107,11 @@ def test_table_prints_totals(project_dir: Path) -> None:
     assert "80.2 %" in table and "86.0 %" in table
     assert "~1137 MiB" in table and "~719 MiB" in table
     assert "11 schedulable GPU slots against 2 before sharing" in table
+    assert "Fallback key `any` (GPU nodes whose label names no key): 2 replicas, tuned for T4" in table
+
+
+def test_staging_table_says_the_fallback_is_exclusive(project_dir: Path) -> None:
+    table = capacity_table(capacity_json(_plan(project_dir, "staging")))
+    assert table.endswith(
+        "Fallback key `any` (GPU nodes whose label names no key): exclusive, one pod per GPU."
+    )

@@ -194,9 +194,9 @@ def config_map(entries: Sequence[PluginConfigEntry], stack: str = "prod") -> Res
     )
 
 
-def plugin_pod_spec(entry: PluginConfigEntry, image: str) -> dict[str, Any]:
+def plugin_pod_spec(entry: PluginConfigEntry, image: str, tke_switch: bool = True) -> dict[str, Any]:
     return {
-        "nodeSelector": plugin_pod.node_selector(entry.key),
+        "nodeSelector": plugin_pod.node_selector(entry.key, tke_switch=tke_switch),
         "tolerations": [{"operator": "Exists"}],
         "containers": [
             {
@@ -218,7 +218,7 @@ def plugin_pod_spec(entry: PluginConfigEntry, image: str) -> dict[str, Any]:
     }
 
 
-def plugin_daemon_set(entry: PluginConfigEntry, image: str) -> Res:
+def plugin_daemon_set(entry: PluginConfigEntry, image: str, tke_switch: bool = True) -> Res:
     return Res(
         DAEMON_SET,
         f"gpushare-plugins-{entry.key}",
@@ -231,7 +231,7 @@ def plugin_daemon_set(entry: PluginConfigEntry, image: str) -> Res:
                         "labels": plugin_pod.pod_selector_labels(entry.key),
                         "annotations": {kube_names.ANNOTATION_CONFIG_SHA256: entry.sha256},
                     },
-                    "spec": plugin_pod_spec(entry, image),
+                    "spec": plugin_pod_spec(entry, image, tke_switch),
                 },
             },
         },
@@ -278,7 +278,7 @@ def tke_patch(adopted: PluginConfigEntry | None, stack: str = "prod") -> Res:
 def node_pool(program_stack: StackConfig, pool_name: str, extra: Mapping[str, str] | None = None) -> Res:
     pool = program_stack.pool(pool_name)
     labels = {
-        kube_names.LABEL_DEVICE_ENABLE: kube_names.DEVICE_ENABLE_VALUE,
+        kube_names.LABEL_DEVICE_ENABLE: program_stack.plugin.managed_plugin.device_enable_value,
         kube_names.LABEL_PLUGIN_CONFIG: pool.config_key,
         kube_names.LABEL_GPU_MODEL: pool.gpu,
         kube_names.LABEL_POOL: pool.name,
@@ -323,9 +323,9 @@ def provider(**props: Any) -> Res:
     return Res(TENCENTCLOUD_PROVIDER, "tencentcloud", {"region": "ap-singapore", **props})
 
 
-def program(stack_name: str) -> Program:
+def program(stack_name: str, stack: StackConfig | None = None) -> Program:
     """The resources GpuSharingCluster registers for a stack (components/gpu_sharing_cluster.py)."""
-    stack = load_stack_file(stack_file(stack_name))
+    stack = stack or load_stack_file(stack_file(stack_name))
     entries = plugin_config_entries(build_plan(stack))
     made = Program(stack, entries)
     plugin = stack.plugin
@@ -339,16 +339,19 @@ def program(stack_name: str) -> Program:
         made.resources.append(node_pool(stack, pool.name, {**present, **mig}))
     made.resources.append(provider())
     managed = plugin.managed_plugin
+    opt_out = managed.action == "optOut"
     if plugin.mode == "daemonsets":
         made.resources.append(config_map(entries, stack_name))
         for entry in entries:
             if entry.key not in ("any", managed.pool):
-                made.resources.append(plugin_daemon_set(entry, plugin.plugin_image))
+                made.resources.append(plugin_daemon_set(entry, plugin.plugin_image, tke_switch=not opt_out))
         adopted = made.entry(managed.pool) if managed.action == "adopt" and managed.pool else None
-        made.resources.append(tke_patch(adopted, stack_name))
+        if not opt_out:
+            made.resources.append(tke_patch(adopted, stack_name))
     else:
         made.resources.append(helm_release(stack, entries))
-        made.resources.append(tke_patch(None, stack_name))
+        if not opt_out:
+            made.resources.append(tke_patch(None, stack_name))
     return made
 
 
@@ -547,16 +550,57 @@ def test_a_key_without_pool_or_annotation_is_not_tuned(prod: Program, use_stack:
     assert "no pool 'a10' in the stack config" in message and "replicas 2 is not tuned" in message
 
 
-def test_the_fallback_key_is_tuned_for_the_smallest_gpu_and_largest_measurement(
+def test_the_fallback_key_is_tuned_for_the_gpu_the_stack_names(
     prod: Program, use_stack: Callable[..., None]
 ) -> None:
     use_stack("prod")
-    # T4's 15360 MiB over L20's 4621 MiB measurement: floor(0.9 x 15360 / 4621) = 2.
+    # Prod's sharing.fallback: T4 (15360 MiB) at 4621 MiB, floor(0.9 x 15360 / 4621) = floor(2.99) = 2.
     (message,) = messages_of(
         "time-slicing-replicas-tuned",
         [with_data(prod.get("gpushare-config-configmap"), "any", replicas_text(3))],
     )
-    assert 'key "any"' in message and "maximum 2" in message and "15360 MiB smallest" in message
+    assert 'key "any"' in message and "exceeds the tuned maximum 2" in message
+    assert "15360 MiB T4 / 4621 MiB measured, stack config gpushare:sharing.fallback" in message
+
+
+def test_a_shared_fallback_without_a_named_gpu_is_untuned(
+    staging: Program, use_stack: Callable[..., None]
+) -> None:
+    use_stack(HELM_MIG)
+    release = staging.get("gpushare-device-plugin-release")
+    (message,) = messages_of("time-slicing-replicas-tuned", [with_data(release, "any", replicas_text(2))])
+    assert 'key "any"' in message and "replicas 2 is not tuned" in message
+    assert "names no GPU and measurement for the fallback key (gpushare:sharing.fallback)" in message
+    assert "name the GPU in gpushare:sharing.fallback" in message
+    # Without a stack config the provenance annotation decides, and staging's names no GPU.
+    use_stack(HELM_MIG, lambda config: config.clear())
+    assert messages_of("time-slicing-replicas-tuned", [with_data(release, "any", replicas_text(2))]) != []
+
+
+@pytest.mark.parametrize(
+    ("gpu", "measured", "tuned"),
+    [
+        ("T4", 4401, 3),  # floor(0.9 x 15360 / 4401) = floor(3.14) = 3
+        ("L20", 4621, 8),  # floor(0.9 x 46068 / 4621) = floor(8.97) = 8
+    ],
+)
+def test_an_opted_in_fallback_may_share_up_to_its_tuned_replicas(
+    use_stack: Callable[..., None], gpu: str, measured: int, tuned: int
+) -> None:
+    use_stack(
+        "staging",
+        lambda config: config["gpushare:sharing"].update(
+            fallback={"gpu": gpu, "measuredMiB": measured, "measuredAt": date.today().isoformat()}
+        ),
+    )
+    release = program("staging").get("gpushare-device-plugin-release")
+    assert messages_of("time-slicing-replicas-tuned", [with_data(release, "any", replicas_text(tuned))]) == []
+    (over,) = messages_of(
+        "time-slicing-replicas-tuned", [with_data(release, "any", replicas_text(tuned + 1))]
+    )
+    assert f"exceeds the tuned maximum {tuned}" in over
+    (under,) = messages_of("time-slicing-replicas-underused", [with_data(release, "any", replicas_text(2))])
+    assert f"below the tuned {tuned}" in under
 
 
 def test_mig_resources_are_tuned_for_the_mig_instance(
@@ -610,6 +654,7 @@ def test_old_or_undated_measurements_are_advised(prod: Program, use_stack: Calla
     def dated(config: dict[str, Any]) -> None:
         config["gpushare:pools"][0]["sharing"]["measuredAt"] = recent
         del config["gpushare:pools"][1]["sharing"]["measuredAt"]
+        config["gpushare:sharing"]["fallback"]["measuredAt"] = recent
 
     use_stack("prod", dated)
     cm = prod.get("gpushare-config-configmap")
@@ -619,10 +664,12 @@ def test_old_or_undated_measurements_are_advised(prod: Program, use_stack: Calla
     old = messages_of("time-slicing-measurement-fresh", [cm], {"maxMeasurementAgeDays": 10_000})
     assert old == []
     stale = messages_of("time-slicing-measurement-fresh", [cm])
-    assert len(stale) == 2 and "older than 180 days" in stale[0]
+    # l20, t4 and the opted-in fallback `any` all rest on the placeholder 2025-06-01.
+    assert len(stale) == 3 and all("older than 180 days" in m for m in stale)
+    assert any('key "any"' in m and "stack config gpushare:sharing.fallback" in m for m in stale)
     use_stack("prod", lambda config: config["gpushare:sharing"].update(maxMeasurementAgeDays=30))
     tightened = messages_of("time-slicing-measurement-fresh", [cm], {"maxMeasurementAgeDays": 10_000})
-    assert len(tightened) == 2 and "older than 30 days" in tightened[0]
+    assert len(tightened) == 3 and "older than 30 days" in tightened[0]
 
 
 def test_config_data_unknown_during_preview_is_skipped(prod: Program, use_stack: Callable[..., None]) -> None:
@@ -770,12 +817,69 @@ def test_tke_daemon_set_must_be_parked_or_adopted(
     assert (
         len(messages) == 1
         and "node pool l20: 2 device plugins" in messages[0]
-        and "not parked" in messages[0]
+        and "no DaemonSetPatch parks it" in messages[0]
+        and "managedPlugin.action optOut" in messages[0]
     )
+
+
+def labelled(program_made: Program, pool: str, value: str | None) -> Res:
+    """The program's node pool with TKE's switch label set to `value` (None: removed)."""
+    res = copy.deepcopy(program_made.get(f"gpushare-{pool}-pool"))
+    res.props["labels"].pop(kube_names.LABEL_DEVICE_ENABLE)
+    if value is not None:
+        res.props["labels"][kube_names.LABEL_DEVICE_ENABLE] = value
+    return res
+
+
+def test_opt_out_keeps_tke_plugin_off_without_a_patch(
+    staging: Program, use_stack: Callable[..., None]
+) -> None:
     use_stack(HELM_MIG)
+    assert not [r for r in staging.resources if r.type == DAEMON_SET_PATCH]
     assert messages_of("one-device-plugin-per-node", staging.resources) == []
-    unparked = [r for r in staging.resources if r.type != DAEMON_SET_PATCH]
-    assert len(messages_of("one-device-plugin-per-node", unparked)) == 2  # chart + TKE on both pools
+    assert messages_of("gpu-pool-labels", staging.resources) == []
+    # One pool labelled `enable` by hand: TKE's plugin lands there beside the chart's, and the label
+    # contradicts the opt-out.
+    turned_on = staging.but(labelled(staging, "l20", "enable"))
+    (beside,) = messages_of("one-device-plugin-per-node", turned_on)
+    assert beside.startswith("node pool l20: 2 device plugins") and "TKE DaemonSet" in beside
+    (refused,) = messages_of("gpu-pool-labels", turned_on)
+    assert refused == (
+        "node pool l20 (L20) is labelled nvidia-device-enable=enable, but the stack opts out of TKE's device "
+        "plugin (managedPlugin.action optOut): TKE's DaemonSet runs on its nodes beside gpushare's plugin. "
+        "Label it nvidia-device-enable=disable."
+    )
+    # No label at all: TKE labels its GPU nodes `enable` itself.
+    unlabelled = staging.but(labelled(staging, "h20", None))
+    assert len(messages_of("one-device-plugin-per-node", unlabelled)) == 1
+    (lacks,) = messages_of("gpu-pool-labels", unlabelled)
+    assert "node pool h20 (H20) lacks" in lacks and "nvidia-device-enable=disable" in lacks
+    assert "TKE labels the nodes `enable`" in lacks
+
+
+def test_opt_out_in_daemonsets_mode_selects_pools_without_tke_switch(
+    use_stack: Callable[..., None], stack_document: Callable[[str], Any], write_stack: Callable[..., Any]
+) -> None:
+    def opt_out(config: dict[str, Any]) -> None:
+        config["gpushare:sharing"]["devicePlugin"]["managedPlugin"] = {"action": "optOut"}
+
+    document = stack_document("prod")
+    opt_out(document["config"])
+    made = program("prod", load_stack_file(write_stack(document, "prod")))
+    use_stack("prod", opt_out)
+    assert not [r for r in made.resources if r.type == DAEMON_SET_PATCH]
+    selectors = [
+        r.props["spec"]["template"]["spec"]["nodeSelector"] for r in made.resources if r.type == DAEMON_SET
+    ]
+    # Both pools get their own DaemonSet now (nothing adopted), selected by the pool's own labels.
+    assert selectors == [
+        {"nvidia.com/device-plugin.config": "l20", "gpushare.io/pool": "l20"},
+        {"nvidia.com/device-plugin.config": "t4", "gpushare.io/pool": "t4"},
+    ]
+    assert mandatory(all_messages(made.resources)) == {}
+    # The DaemonSets still land when a pool is labelled `enable` by hand: TKE's beside them on t4.
+    (beside,) = messages_of("one-device-plugin-per-node", made.but(labelled(made, "t4", "enable")))
+    assert beside.startswith("node pool t4: 2 device plugins")
 
 
 def test_mig_only_where_the_gpu_supports_it(staging: Program, use_stack: Callable[..., None]) -> None:
@@ -962,3 +1066,23 @@ def test_without_an_operator_the_pools_own_mig_parted_config_must_hold_its_label
     assert "(configs: all-1g.12gb)" in message
     # No MIG manager config in the stack at all: nothing to hold the label against.
     assert messages_of("mig-config-exists", [renamed]) == []
+
+
+def test_the_charts_default_key_must_exist(staging: Program, use_stack: Callable[..., None]) -> None:
+    use_stack(HELM_MIG)
+    release = staging.get("gpushare-device-plugin-release")
+    assert messages_of("config-key-exists", staging.resources) == []
+
+    def with_config(**config: Any) -> list[Res]:
+        changed = copy.deepcopy(release)
+        changed.props["values"]["config"].update(config)
+        for key in [k for k, v in config.items() if v is None]:
+            del changed.props["values"]["config"][key]
+        return staging.but(changed)
+
+    (missing,) = messages_of("config-key-exists", with_config(default="t4"))
+    assert "config.default 't4' is not a key of" in missing and "keys: any, h20, l20" in missing
+    # No default: the chart's fallbacks (named: key `default`; single: the only key) cannot resolve 3 keys.
+    (unresolved,) = messages_of("config-key-exists", with_config(default=None))
+    assert "no config.default and no fallback strategy (named, single) resolves" in unresolved
+    assert messages_of("config-key-exists", with_config(default=None, fallbackStrategies=["empty"])) == []

@@ -180,8 +180,19 @@ def test_prod_config_map_records_tuning_provenance(prod: ProgramRun) -> None:
         "ceiling": 0.9,
         "replicas": 8,
     }
+    # Prod opts in to the seed's `any`: T4's memory over the L20's process, floor(0.9 x 15360 / 4621) = 2.
     fallback = yaml.safe_load(annotations["gpushare.io/tuning-any"])
-    assert (fallback["memoryMiB"], fallback["measuredMiB"], fallback["replicas"]) == (15360, 4621, 2)
+    assert (fallback["gpu"], fallback["mode"], fallback["measuredMiB"]) == ("T4", "time-slicing", 4621)
+    assert fallback["resources"] == [
+        {
+            "resource": "nvidia.com/gpu",
+            "migProfile": None,
+            "memoryMiB": 15360,
+            "measuredMiB": 4621,
+            "ceiling": 0.9,
+            "replicas": 2,
+        }
+    ]
 
 
 def test_prod_l20_daemonset_equals_the_seed_apart_from_deliberate_additions(prod: ProgramRun) -> None:
@@ -285,10 +296,28 @@ def test_helm_mig_uses_the_helm_release_with_per_pool_configs(helm_mig: ProgramR
     assert h20["flags"]["migStrategy"] == "mixed"
     assert h20["sharing"]["timeSlicing"]["resources"][0]["name"] == "nvidia.com/mig-1g.12gb"
     assert "migStrategy" not in values  # as env it would override every per-node file
-    # TKE's own plugin must not run beside the chart's: it is parked.
-    patch = only(helm_mig, DAEMON_SET_PATCH).inputs
-    assert patch["spec"]["template"]["spec"]["nodeSelector"] == {"gpushare.io/managed-plugin": "parked"}
-    assert not [r for r in helm_mig.resources if r.type == DAEMON_SET]
+    # TKE's own plugin must not run beside the chart's: every pool opts out of it, and nothing of TKE's
+    # is patched.
+    assert not [r for r in helm_mig.resources if r.type in (DAEMON_SET, DAEMON_SET_PATCH)]
+    pools = [r.inputs["labels"] for r in helm_mig.resources if r.type == NODE_POOL]
+    assert [labels["nvidia-device-enable"] for labels in pools] == ["disable", "disable"]
+    assert "nodeSelector" not in values and "affinity" not in values  # the chart's own affinity
+
+
+def test_helm_mig_fallback_shares_nothing(helm_mig: ProgramRun) -> None:
+    values = only(helm_mig, HELM_RELEASE).inputs["values"]
+    assert yaml.safe_load(values["config"]["map"]["any"]) == {
+        "version": "v1",
+        "flags": {"migStrategy": "none"},
+    }
+    provenance = yaml.safe_load(values["podAnnotations"]["gpushare.io/tuning-any"])
+    assert provenance == {
+        "pool": None,
+        "gpu": None,
+        "mode": "exclusive",
+        "migStrategy": "none",
+        "resources": [],
+    }
 
 
 def test_changing_one_measurement_changes_exactly_that_pools_checksum(tmp_path: Path) -> None:
@@ -368,9 +397,10 @@ def test_staging_installs_the_pinned_gpu_operator_with_tke_values(staging: Progr
     assert values["mig"] == {"strategy": ""}
     assert values["migManager"]["env"] == [{"name": "WITH_REBOOT", "value": "true"}]
     assert values["migManager"]["enabled"] is True
-    # TKE's own plugin is kept off the operator's pools.
-    patch = only(staging, DAEMON_SET_PATCH).inputs
-    assert patch["spec"]["template"]["spec"]["nodeSelector"] == {"gpushare.io/managed-plugin": "parked"}
+    # TKE's own plugin is kept off the operator's pools by their label (optOut), nothing of TKE's patched.
+    assert not [r for r in staging.resources if r.type in (DAEMON_SET, DAEMON_SET_PATCH)]
+    pools = [r.inputs["labels"] for r in staging.resources if r.type == NODE_POOL]
+    assert [labels["nvidia-device-enable"] for labels in pools] == ["disable", "disable"]
 
 
 def test_staging_device_plugin_config_map_exists_and_tunes_every_pool(staging: ProgramRun) -> None:

@@ -10,7 +10,7 @@ import pytest
 from conftest import HELM_MIG
 
 from gpushare.errors import ConfigError
-from gpushare.stack_config import Mig, TimeSlicing, load_stack_file
+from gpushare.stack_config import DevicePlugin, Mig, TimeSlicing, default_managed_action, load_stack_file
 
 Doc = dict[str, Any]
 
@@ -272,3 +272,113 @@ def test_unquoted_date_is_read_as_a_string(stack_document: Any, write_stack: Any
     sharing = stack.pools[0].sharing
     assert isinstance(sharing, TimeSlicing)
     assert sharing.measured_at == "2025-06-01"
+
+
+# --------------------------------------------------------------------------------------------------------
+# managedPlugin action: optOut is the default outside daemonsets mode
+
+
+@pytest.mark.parametrize(
+    ("mode", "written", "action"),
+    [
+        ("helm", None, "optOut"),  # no managedPlugin at all
+        ("helm", {}, "optOut"),  # managedPlugin without an action
+        ("helm", {"action": "park"}, "park"),
+        ("daemonsets", None, "park"),
+        ("daemonsets", {"action": "optOut"}, "optOut"),
+    ],
+)
+def test_managed_plugin_action_defaults_by_mode(mode: str, written: Doc | None, action: str) -> None:
+    raw: Doc = {"mode": mode}
+    if written is not None:
+        raw["managedPlugin"] = written
+    assert DevicePlugin.model_validate(raw).managed_plugin.action == action
+
+
+@pytest.mark.parametrize("mode", ["helm", "gpu-operator", "a-mode-added-later"])
+def test_every_mode_but_daemonsets_defaults_to_opt_out(mode: str) -> None:
+    assert default_managed_action(mode) == "optOut"
+    assert default_managed_action("daemonsets") == "park"
+
+
+def test_staging_opts_out_and_prod_adopts(project_dir: Path) -> None:
+    staging = load_stack_file(project_dir / "Pulumi.staging.yaml").plugin.managed_plugin
+    prod = load_stack_file(project_dir / "Pulumi.prod.yaml").plugin.managed_plugin
+    assert (staging.action, staging.device_enable_value) == ("optOut", "disable")
+    assert (prod.action, prod.pool, prod.device_enable_value) == ("adopt", "t4", "enable")
+
+
+def test_opt_out_takes_no_pool(stack_document: Any, write_stack: Any) -> None:
+    doc = stack_document("staging")
+    doc["config"]["gpushare:sharing"]["devicePlugin"]["managedPlugin"] = {"action": "optOut", "pool": "l20"}
+    assert _error(write_stack, doc) == (
+        "Pulumi.bad.yaml: gpushare:sharing.devicePlugin.managedPlugin: `pool` only applies to action adopt"
+    )
+
+
+def test_pool_label_turning_tke_plugin_on_under_opt_out_is_refused(
+    stack_document: Any, write_stack: Any
+) -> None:
+    doc = stack_document("staging")
+    doc["config"]["gpushare:pools"][1]["labels"] = {"nvidia-device-enable": "enable"}
+    assert _error(write_stack, doc) == (
+        "Pulumi.bad.yaml: gpushare:pools[1].labels.nvidia-device-enable: 'enable' contradicts "
+        "managedPlugin.action optOut, which labels every GPU pool nvidia-device-enable=disable (TKE's plugin "
+        "would run beside gpushare's)"
+    )
+
+
+def test_pool_label_agreeing_with_the_action_is_accepted(stack_document: Any, write_stack: Any) -> None:
+    doc = stack_document("staging")
+    doc["config"]["gpushare:pools"][1]["labels"] = {"nvidia-device-enable": "disable"}
+    load_stack_file(write_stack(doc, "ok"))
+    prod = stack_document("prod")
+    prod["config"]["gpushare:pools"][0]["labels"] = {"nvidia-device-enable": "disable"}
+    assert (
+        "contradicts managedPlugin.action adopt, which labels every GPU pool nvidia-device-enable=enable"
+        in (_error(write_stack, prod))
+    )
+
+
+# --------------------------------------------------------------------------------------------------------
+# sharing.fallback: opt-in, validated like a pool
+
+
+def test_fallback_is_absent_unless_the_stack_opts_in(project_dir: Path) -> None:
+    assert load_stack_file(project_dir / "Pulumi.staging.yaml").sharing.fallback is None
+    prod = load_stack_file(project_dir / "Pulumi.prod.yaml").sharing.fallback
+    assert prod is not None and (prod.gpu, prod.measured_mib) == ("T4", 4621)
+
+
+@pytest.mark.parametrize(
+    ("fallback", "error"),
+    [
+        (
+            {"gpu": "T4", "measuredMiB": 16000},
+            "gpushare:sharing.fallback.measuredMiB: 16000 MiB is more than T4's 15360 MiB",
+        ),
+        ({"gpu": "T4", "measuredMiB": 0}, "gpushare:sharing.fallback.measuredMiB: must be > 0"),
+        ({"measuredMiB": 4401}, "gpushare:sharing.fallback.gpu: required"),
+        ({"gpu": "T4"}, "gpushare:sharing.fallback.measuredMiB: required"),
+        (
+            {"gpu": "T4", "measuredMiB": 4401, "replicas": 3},
+            "gpushare:sharing.fallback.replicas: unknown key",
+        ),
+        (
+            {"gpu": "T4", "measuredMiB": 4401, "measuredAt": "June"},
+            "gpushare:sharing.fallback.measuredAt: 'June' is not an ISO date (YYYY-MM-DD)",
+        ),
+    ],
+)
+def test_bad_fallback_is_refused_naming_the_key(
+    stack_document: Any, write_stack: Any, fallback: Doc, error: str
+) -> None:
+    doc = stack_document("staging")
+    doc["config"]["gpushare:sharing"]["fallback"] = fallback
+    assert error in _error(write_stack, doc)
+
+
+def test_fallback_names_a_catalog_gpu(stack_document: Any, write_stack: Any) -> None:
+    doc = stack_document("staging")
+    doc["config"]["gpushare:sharing"]["fallback"] = {"gpu": "A999", "measuredMiB": 4401}
+    assert _error(write_stack, doc).startswith("Pulumi.bad.yaml: gpushare:sharing.fallback.gpu: ")

@@ -6,7 +6,7 @@ import pytest
 
 from gpushare import catalog
 from gpushare.errors import GpushareError
-from gpushare.tuning import fallback_replicas, largest_process_mib, max_replicas, total_memory_mib, tune
+from gpushare.tuning import largest_process_mib, max_replicas, total_memory_mib, tune
 
 FIXTURES = Path(__file__).parent / "fixtures" / "nvidia_smi"
 
@@ -25,16 +25,6 @@ def test_seed_t4_gets_3_replicas_and_the_arithmetic_headroom() -> None:
     assert round(result.utilization * 100, 1) == 86.0
     # The seed's table says ~759 MiB; 15360 / 3 - 4401 is 719.
     assert result.headroom_mib_per_slot == 15360 / 3 - 4401
-
-
-def test_fallback_is_smallest_memory_over_largest_measurement() -> None:
-    tunings = [tune(catalog.gpu("L20"), 4621), tune(catalog.gpu("T4"), 4401)]
-    # floor(0.9 x 15360 / 4621) = floor(2.99) = 2: the seed's `any` key.
-    assert fallback_replicas(tunings) == 2
-
-
-def test_fallback_without_shared_gpus_is_zero() -> None:
-    assert fallback_replicas([tune(catalog.gpu("T4"), 9000)]) == 0
 
 
 def test_below_two_replicas_sharing_is_off() -> None:
