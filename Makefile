@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STACK ?= prod
 STACKS := $(patsubst Pulumi.%.yaml,%,$(wildcard Pulumi.*.yaml))
 
-.PHONY: test lint typecheck unit plan render check ci-stacks bench clean
+.PHONY: test lint typecheck unit plan render check scan ci-stacks bench clean
 
 # Requirements are (re)installed into the venv whenever a requirements file changes.
 $(VENV)/.installed: requirements.txt requirements-dev.txt policies/requirements.txt
@@ -19,6 +19,8 @@ test: $(VENV)/.installed lint typecheck unit
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/shellcheck gpushare/node_files/*.sh tests/fixtures/fake_node/*
+	$(VENV)/bin/actionlint .github/workflows/*.yml
 
 typecheck: $(VENV)/.installed
 	$(VENV)/bin/mypy
@@ -37,11 +39,23 @@ render: $(VENV)/.installed
 check: $(VENV)/.installed
 	$(PY) -m gpushare check --stack $(STACK)
 
-# Render and policy-check every stack in the repo (CI does this after the tests).
-ci-stacks: $(VENV)/.installed
+# checkov gets a venv of its own: its pins and pulumi's cannot be resolved together.
+SCAN_VENV := $(VENV)/scanners
+$(SCAN_VENV)/.installed: requirements-scan.txt $(VENV)/.installed
+	test -x $(SCAN_VENV)/bin/python || $(PYTHON) -m venv $(SCAN_VENV)
+	$(SCAN_VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements-scan.txt
+	touch $@
+
+# checkov over the objects gpushare writes for one rendered stack (patches and Helm releases aside).
+scan: $(SCAN_VENV)/.installed
+	$(PY) -m offline.scan out/$(STACK)/manifests --checkov $(SCAN_VENV)/bin/checkov
+
+# Render, policy-check and scan every stack in the repo (CI does this after the tests).
+ci-stacks: $(VENV)/.installed $(SCAN_VENV)/.installed
 	set -e; for stack in $(STACKS); do \
 	  $(PY) -m gpushare render --stack $$stack --out out/$$stack; \
 	  $(PY) -m gpushare check --stack $$stack; \
+	  $(PY) -m offline.scan out/$$stack/manifests --checkov $(SCAN_VENV)/bin/checkov; \
 	done
 
 # Speed and memory against Pulumi's own floor, and scaling to 500 pools (~9 min; BENCH_ARGS=--quick for a smoke run).

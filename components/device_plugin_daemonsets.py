@@ -1,5 +1,5 @@
-"""DevicePluginDaemonSets: one device-plugin DaemonSet per pool (plugin 0.14.5 has no per-node config
-selection, so each pool's DaemonSet reads its own key's file)."""
+"""DevicePluginDaemonSets: one device-plugin DaemonSet per pool, each reading its own key's file (TKE's
+mirrored 0.14.5 image is not known to carry the config-manager that picks a config per node)."""
 
 from __future__ import annotations
 
@@ -34,7 +34,9 @@ def plugin_container(entry: PluginConfigEntry, image: str) -> k8s.core.v1.Contai
             limits=dict(plugin_pod.RESOURCES), requests=dict(plugin_pod.RESOURCES)
         ),
         security_context=k8s.core.v1.SecurityContextArgs(
-            capabilities=k8s.core.v1.CapabilitiesArgs(drop=["ALL"])
+            allow_privilege_escalation=plugin_pod.ALLOW_PRIVILEGE_ESCALATION,
+            read_only_root_filesystem=plugin_pod.READ_ONLY_ROOT_FILESYSTEM,
+            capabilities=k8s.core.v1.CapabilitiesArgs(drop=list(plugin_pod.DROPPED_CAPABILITIES)),
         ),
         volume_mounts=[
             k8s.core.v1.VolumeMountArgs(
@@ -55,6 +57,8 @@ class DevicePluginDaemonSets(pulumi.ComponentResource):
     ) -> None:
         super().__init__("gpushare:k8s:DevicePluginDaemonSets", name, None, opts)
         self.daemonset_names = {}
+        # Pulumi does not pass a component's depends_on to its children; the DaemonSets themselves must wait
+        # (for the patch that parks or adopts TKE's plugin).
         for entry in args.entries:
             ds_name = plugin_pod.daemonset_name(entry.key)
             selector = plugin_pod.pod_selector_labels(entry.key)
@@ -65,6 +69,7 @@ class DevicePluginDaemonSets(pulumi.ComponentResource):
                         name=ds_name,
                         namespace=args.namespace,
                         labels={kube_names.LABEL_MANAGED_BY: "pulumi", kube_names.LABEL_POOL: entry.key},
+                        annotations=plugin_pod.scanner_exceptions(args.image),
                     ),
                     spec=k8s.apps.v1.DaemonSetSpecArgs(
                         selector=k8s.meta.v1.LabelSelectorArgs(match_labels=selector),
@@ -72,8 +77,9 @@ class DevicePluginDaemonSets(pulumi.ComponentResource):
                         template=k8s.core.v1.PodTemplateSpecArgs(
                             metadata=k8s.meta.v1.ObjectMetaArgs(
                                 labels=selector,
-                                # The plugin never re-reads its file (seed pitfall 1): a new checksum rolls
-                                # exactly this pool's pods when its key changes.
+                                # The plugin re-reads its file only on SIGHUP or a kubelet restart, and
+                                # nothing sends either when the ConfigMap changes (seed pitfall 1): a new
+                                # checksum rolls exactly this pool's pods when its key changes.
                                 annotations={kube_names.ANNOTATION_CONFIG_SHA256: entry.sha256},
                             ),
                             spec=k8s.core.v1.PodSpecArgs(
@@ -82,6 +88,12 @@ class DevicePluginDaemonSets(pulumi.ComponentResource):
                                 ),
                                 tolerations=[k8s.core.v1.TolerationArgs(operator="Exists")],
                                 priority_class_name=plugin_pod.PRIORITY_CLASS,
+                                automount_service_account_token=plugin_pod.AUTOMOUNT_SERVICE_ACCOUNT_TOKEN,
+                                security_context=k8s.core.v1.PodSecurityContextArgs(
+                                    seccomp_profile=k8s.core.v1.SeccompProfileArgs(
+                                        type=plugin_pod.SECCOMP_PROFILE
+                                    )
+                                ),
                                 containers=[plugin_container(entry, args.image)],
                                 volumes=[
                                     k8s.core.v1.VolumeArgs(
@@ -101,7 +113,7 @@ class DevicePluginDaemonSets(pulumi.ComponentResource):
                         ),
                     ),
                 ),
-                opts=pulumi.ResourceOptions(parent=self),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=opts.depends_on if opts else None),
             )
             self.daemonset_names[entry.key] = ds_name
         self.register_outputs({"daemonsets": self.daemonset_names})

@@ -59,6 +59,8 @@ class DevicePluginRelease(pulumi.ComponentResource):
         super().__init__("gpushare:helm:DevicePluginRelease", name, None, opts)
         plugin = args.plugin
         self.chart_version = plugin.plugin_version
+        # Pulumi does not pass a component's depends_on to its children; the release itself must wait
+        # (for the patch that parks TKE's plugin).
         release = k8s.helm.v3.Release(
             f"{name}-release",
             k8s.helm.v3.ReleaseArgs(
@@ -70,6 +72,6 @@ class DevicePluginRelease(pulumi.ComponentResource):
                 create_namespace=True,
                 values=release_values(args),
             ),
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=opts.depends_on if opts else None),
         )
         self.register_outputs({"chartVersion": self.chart_version, "status": release.status})

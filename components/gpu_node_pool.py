@@ -8,8 +8,13 @@ from dataclasses import dataclass
 import pulumi
 import tencentcloud_iac_pulumi as tencentcloud
 
-from gpushare import kube_names
-from gpushare.stack_config import Cluster, Pool
+from gpushare import kube_names, tke_limits
+from gpushare.stack_config import Cluster, Mig, Pool, SoftwareVersion
+
+# What replaces a pool's nodes. The provider updates `pre_start_user_script` and labels in place, so
+# existing nodes would keep their old MIG instances: any change under `node_config` (the MIG set-up
+# script, `gpu_args`: MIG mode, driver) or of the instance type plans a replacement instead.
+REPLACE_ON_CHANGES = ("nodeConfig", "autoScalingConfig.instanceType")
 
 
 @dataclass(frozen=True)
@@ -18,10 +23,11 @@ class GpuNodePoolArgs:
     pool: Pool
     # Extra node labels decided by the composition (e.g. `nvidia.com/gpu.present` for the Helm chart).
     extra_labels: dict[str, str]
-    # MIG pools: the shell script that partitions the GPUs before the kubelet starts.
+    # MIG pools whose nodes partition their own GPUs (no MIG manager): the script TKE runs on a new node,
+    # which installs the boot-time MIG unit. The composition decides; None leaves MIG to someone else.
     pre_start_script: str | None = None
     protect: bool = False
-    # TKE's `gpu_args.mig_enable`; None: on exactly when a pre-start script partitions the GPUs.
+    # TKE's `gpu_args.mig_enable`; None: on for MIG pools (the GPU Operator mode decides it explicitly).
     mig_enable: bool | None = None
     # TKE's switch label for its own device plugin: `disable` opts the pool out of it (managedPlugin optOut).
     device_enable: str = kube_names.DEVICE_ENABLE_VALUE
@@ -40,6 +46,30 @@ def node_labels(args: GpuNodePoolArgs) -> dict[str, str]:
     return dict(sorted(labels.items()))
 
 
+def _software(software: SoftwareVersion | None) -> dict[str, str] | None:
+    return None if software is None else {"version": software.version, "name": software.name}
+
+
+def gpu_args(
+    pool: Pool, mig_enable: bool | None = None
+) -> tencentcloud.kubernetes.NodePoolNodeConfigGpuArgsArgs:
+    driver = pool.driver
+    cudnn = driver.cudnn if driver else None
+    return tencentcloud.kubernetes.NodePoolNodeConfigGpuArgsArgs(
+        mig_enable=isinstance(pool.sharing, Mig) if mig_enable is None else mig_enable,
+        driver=_software(driver),
+        cuda=_software(driver.cuda) if driver and driver.cuda else None,
+        cudnn=None
+        if cudnn is None
+        else {
+            "version": cudnn.version,
+            "name": cudnn.name,
+            **({"doc_name": cudnn.doc_name} if cudnn.doc_name else {}),
+            **({"dev_name": cudnn.dev_name} if cudnn.dev_name else {}),
+        },
+    )
+
+
 class GpuNodePool(pulumi.ComponentResource):
     node_pool_id: pulumi.Output[str]
     labels: dict[str, str]
@@ -48,17 +78,19 @@ class GpuNodePool(pulumi.ComponentResource):
         super().__init__("gpushare:tke:GpuNodePool", name, None, opts)
         pool = args.pool
         self.labels = node_labels(args)
-        mig = args.mig_enable if args.mig_enable is not None else args.pre_start_script is not None
+        script = base64.b64encode(args.pre_start_script.encode()).decode() if args.pre_start_script else None
         node_config = tencentcloud.kubernetes.NodePoolNodeConfigArgs(
-            gpu_args=tencentcloud.kubernetes.NodePoolNodeConfigGpuArgsArgs(mig_enable=mig),
-            pre_start_user_script=(
-                base64.b64encode(args.pre_start_script.encode()).decode() if args.pre_start_script else None
-            ),
+            gpu_args=gpu_args(pool, args.mig_enable),
+            pre_start_user_script=script,
+            # TKE runs the pre-start script only on existing instances added to the pool; its user script
+            # runs after the Kubernetes components start, also (inferred) on nodes the scaling group
+            # creates. The script is idempotent: both may run it.
+            user_data=script,
         )
         node_pool = tencentcloud.kubernetes.NodePool(
             f"{name}-pool",
             tencentcloud.kubernetes.NodePoolArgs(
-                name=f"gpushare-{pool.name}",
+                name=tke_limits.node_pool_name(pool.name),
                 cluster_id=args.cluster.id,
                 vpc_id=args.cluster.vpc_id,
                 subnet_ids=list(args.cluster.subnet_ids),
@@ -75,7 +107,6 @@ class GpuNodePool(pulumi.ComponentResource):
                 auto_scaling_config=tencentcloud.kubernetes.NodePoolAutoScalingConfigArgs(
                     instance_type=pool.instance_type,
                 ),
-                # instance_type and everything in node_config are ForceNew: changing them replaces the pool.
                 node_config=node_config,
                 labels=self.labels,
                 taints=[
@@ -86,7 +117,9 @@ class GpuNodePool(pulumi.ComponentResource):
                 ]
                 or None,
             ),
-            opts=pulumi.ResourceOptions(parent=self, protect=args.protect),
+            opts=pulumi.ResourceOptions(
+                parent=self, protect=args.protect, replace_on_changes=list(REPLACE_ON_CHANGES)
+            ),
         )
         self.node_pool_id = node_pool.id
         self.register_outputs({"nodePoolId": node_pool.id, "labels": self.labels})

@@ -53,6 +53,8 @@ class GpuSharingCluster(pulumi.ComponentResource):
             elif isinstance(pool.sharing, Mig):
                 partition = MigPartition(f"{name}-{pool.name}-mig", MigPartitionArgs(pool), child)
                 extra[kube_names.LABEL_MIG_CONFIG] = partition.config_name
+                # daemonsets and helm modes run no MIG manager: the nodes partition their own GPUs at
+                # every boot. A mode with a MIG manager passes no script.
                 script = partition.pre_start_script
             if plugin.mode == "helm" and not plugin.node_feature_discovery:
                 extra[kube_names.LABEL_GPU_PRESENT] = "true"
@@ -73,9 +75,20 @@ class GpuSharingCluster(pulumi.ComponentResource):
         adopted = (
             next((e for e in entries if e.key == managed.pool), None) if managed.action == "adopt" else None
         )
+        # Our plugins and TKE's serve the same kubelet socket, which the departing one deletes when it stops:
+        # every plugin workload waits for the patch that parks or adopts TKE's DaemonSet. optOut patches
+        # nothing of TKE's (the pools' `nvidia-device-enable=disable` keeps its plugin off): nothing to wait for.
+        handover: list[pulumi.Resource] = []
         if plugin.mode == "daemonsets":
             config_map = TimeSlicingConfig(f"{name}-config", TimeSlicingConfigArgs(entries), child)
-            after_config = pulumi.ResourceOptions(parent=self, depends_on=[config_map])
+            if not opt_out:
+                handover.append(
+                    ManagedDevicePlugin(
+                        f"{name}-managed-plugin",
+                        ManagedDevicePluginArgs(managed, adopted),
+                        pulumi.ResourceOptions(parent=self, depends_on=[config_map]),
+                    ).patch
+                )
             DevicePluginDaemonSets(
                 f"{name}-plugins",
                 DevicePluginDaemonSetsArgs(
@@ -84,20 +97,24 @@ class GpuSharingCluster(pulumi.ComponentResource):
                     config_map_name=config_map.config_map_name,
                     select_tke_switch=not opt_out,
                 ),
-                after_config,
+                pulumi.ResourceOptions(parent=self, depends_on=[config_map, *handover]),
             )
-            # optOut patches nothing of TKE's: the pools' `nvidia-device-enable=disable` keeps its plugin off.
-            if not opt_out:
-                ManagedDevicePlugin(
-                    f"{name}-managed-plugin", ManagedDevicePluginArgs(managed, adopted), after_config
-                )
         else:
-            if plugin.mode == "helm":
-                DevicePluginRelease(f"{name}-device-plugin", DevicePluginReleaseArgs(plugin, entries), child)
-            else:
-                GpuOperatorRelease(f"{name}-gpu-operator", GpuOperatorReleaseArgs(self.plan, entries), child)
             if not opt_out:
-                ManagedDevicePlugin(f"{name}-managed-plugin", ManagedDevicePluginArgs(managed), child)
+                handover.append(
+                    ManagedDevicePlugin(
+                        f"{name}-managed-plugin", ManagedDevicePluginArgs(managed), child
+                    ).patch
+                )
+            after_handover = pulumi.ResourceOptions(parent=self, depends_on=handover)
+            if plugin.mode == "helm":
+                DevicePluginRelease(
+                    f"{name}-device-plugin", DevicePluginReleaseArgs(plugin, entries), after_handover
+                )
+            else:
+                GpuOperatorRelease(
+                    f"{name}-gpu-operator", GpuOperatorReleaseArgs(self.plan, entries), after_handover
+                )
 
         self.register_outputs(
             {

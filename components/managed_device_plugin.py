@@ -72,6 +72,9 @@ def _adopted_spec(
 
 class ManagedDevicePlugin(pulumi.ComponentResource):
     action: str
+    # What the new device plugins must wait for: they serve the same kubelet socket, which the departing
+    # plugin deletes when it stops.
+    patch: k8s.apps.v1.DaemonSetPatch
 
     def __init__(
         self, name: str, args: ManagedDevicePluginArgs, opts: pulumi.ResourceOptions | None = None
@@ -84,7 +87,7 @@ class ManagedDevicePlugin(pulumi.ComponentResource):
             if args.adopted
             else _parked_spec()
         )
-        k8s.apps.v1.DaemonSetPatch(
+        self.patch = k8s.apps.v1.DaemonSetPatch(
             f"{name}-patch",
             k8s.apps.v1.DaemonSetPatchArgs(
                 metadata=k8s.meta.v1.ObjectMetaPatchArgs(

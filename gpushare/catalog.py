@@ -64,6 +64,8 @@ class GpuModel:
     mig_profiles: tuple[MigProfile, ...] = ()
     compute_slices: int = 0
     memory_slices: int = 0
+    # The oldest driver with which NVIDIA supports MIG on this GPU (None: no known floor beyond MIG's own).
+    mig_min_driver: str | None = None
 
     @property
     def mig_capable(self) -> bool:
@@ -191,6 +193,8 @@ _MODELS: tuple[GpuModel, ...] = (
         ),
         7,
         8,
+        # NVIDIA MIG User Guide, supported GPUs: H20 needs R535 >= 535.161.07.
+        mig_min_driver="535.161.07",
     ),
     GpuModel(
         "A10",
@@ -332,16 +336,22 @@ _MODELS: tuple[GpuModel, ...] = (
 
 GPUS: Mapping[str, GpuModel] = {model.key: model for model in _MODELS}
 
+_TKE_H20_GUIDES = "TKE guides deploying DeepSeek on H20 (imroc/tke-guide sglang-deepseek-r1)"
+
 INSTANCE_TYPES: Mapping[str, InstanceType] = {
     it.name: it
     for it in (
         InstanceType("PNV5b.8XLARGE96", "L20", 1, "seed (nvidia-smi on the node)"),
         InstanceType("GN7.2XLARGE32", "T4", 1, "seed (nvidia-smi on the node)"),
+        # H20 96GB, all invite-only: TKE's own DeepSeek deployment guides (docs/catalog.md).
+        InstanceType("PNV6.16XLARGE640", "H20", 4, _TKE_H20_GUIDES),
+        InstanceType("PNV6.32XLARGE1280", "H20", 8, _TKE_H20_GUIDES),
+        InstanceType("PNV6.96XLARGE2304", "H20", 8, _TKE_H20_GUIDES),
+        InstanceType("HCCPNV6.96XLARGE2304", "H20", 8, _TKE_H20_GUIDES + " (RDMA)"),
     )
 }
-
-# The Tencent instance family that carries H20 is UNVERIFIED (HCCPNV5v or PNV6 are candidates), so no
-# H20 instance type is listed: an H20 pool states `gpusPerNode` itself.
+# Other sizes of the PNV6 family (and whether HCCPNV5v carries H20) are not listed: a pool on an
+# unlisted type states `gpusPerNode` itself.
 
 
 def gpu(key: str) -> GpuModel:

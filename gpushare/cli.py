@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TextIO
 
-from gpushare import catalog, device_plugin_config, mig_parted
+from gpushare import advise_cli, catalog, device_plugin_config, mig_parted
 from gpushare.errors import GpushareError
 from gpushare.plan import build_plan, capacity_json, capacity_table
 from gpushare.stack_config import load_stack_file, stack_file_name
@@ -48,7 +48,7 @@ def cmd_catalog(args: argparse.Namespace, out: TextIO) -> int:
         )
     out.write("\nInstance types: ")
     out.write(", ".join(f"{t.name} = {t.gpus_per_node}x {t.gpu}" for t in catalog.INSTANCE_TYPES.values()))
-    out.write(" (H20: family UNVERIFIED, pools state gpusPerNode)\n")
+    out.write(" (other types: pools state gpusPerNode)\n")
     return 0
 
 
@@ -165,6 +165,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--policy-config", metavar="FILE", help="a --policy-pack-config JSON file")
     p.add_argument("--dir", default=str(PROJECT_DIR), help="the Pulumi project directory")
     p.set_defaults(run=_offline("offline.check", "cmd_check"))
+
+    advise_cli.add_parser(sub)
     return parser
 
 

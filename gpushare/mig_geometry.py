@@ -87,21 +87,22 @@ def fit_layout(gpu: GpuModel, counts: Mapping[str, int]) -> MigLayout:
     return MigLayout(gpu.key, tuple(sorted(placements, key=lambda p: (p.start, _name_order(p.profile)))))
 
 
-def create_instances_command(gpu: GpuModel, counts: Mapping[str, int]) -> str:
-    """The `nvidia-smi` command that creates the layout (GPU instances plus default compute instances).
+def creation_order(gpu: GpuModel, counts: Mapping[str, int]) -> list[str]:
+    """The layout's GPU-instance profile NAMES in the order to create them (`nvidia-smi mig -cgi` takes
+    names, so no inferred profile ID is involved).
 
-    Order: the 3-slice profile (ID 9 on every 7-slice GPU) first, because of the MIG User Guide known
-    issue about creating ID 9 after other profiles; then larger profiles before smaller ones so that big
-    instances are not blocked by small ones the driver placed first.
+    Order: the 3-slice profile first, because of the MIG User Guide known issue about creating it (ID 9)
+    after other profiles; then larger profiles before smaller ones so that big instances are not blocked
+    by small ones the driver placed first.
     """
     layout = fit_layout(gpu, counts)
     by_name = {p.name: p for p in gpu.mig_profiles}
-    instances = sorted((by_name[p.profile] for p in layout.placements), key=_creation_order)
-    return "nvidia-smi mig -cgi " + ",".join(str(p.id) for p in instances) + " -C"
+    return [p.name for p in sorted((by_name[p.profile] for p in layout.placements), key=_creation_order)]
 
 
-def enable_mig_command() -> str:
-    return "nvidia-smi -mig 1"
+def create_instances_command(gpu: GpuModel, counts: Mapping[str, int]) -> str:
+    """The `nvidia-smi` command that creates the layout (GPU instances plus default compute instances)."""
+    return "nvidia-smi mig -cgi " + ",".join(creation_order(gpu, counts)) + " -C"
 
 
 # --- checks -------------------------------------------------------------------------------------------

@@ -1,35 +1,97 @@
-"""How a MIG pool's nodes get their partitions: a pre-start script for TKE and a mig-parted config."""
+"""How a MIG pool's nodes get their partitions without a MIG manager: a boot-time systemd unit, installed
+by the script TKE runs on a new node; and the pool's layout as a mig-parted config.
+
+TKE runs a node pool's pre-start script only on existing instances added to the pool, and its user
+script after the Kubernetes components start (inferred: on every node the pool creates); GPU
+instances do not survive a reboot; MIG mode may stay pending until a GPU reset or a reboot; the driver
+may not be there yet when either script runs. So neither script touches the GPUs: both install (idempotently) the unit
+`gpushare-mig.service`, ordered before the kubelet, whose script (`node_files/gpushare-mig-setup.sh`,
+a real file for review and shellcheck) waits for the driver, enables MIG mode and creates the layout by
+profile name at every boot.
+"""
 
 from __future__ import annotations
 
+import re
+import shlex
 from collections.abc import Mapping
+from importlib import resources
 
 from gpushare import mig_parted
 from gpushare.catalog import GpuModel
-from gpushare.mig_geometry import create_instances_command, enable_mig_command
+from gpushare.mig_geometry import creation_order
 from gpushare.mig_parted import MigConfigEntry, MigPartedConfig
+
+UNIT_NAME = "gpushare-mig.service"
+SETUP_SCRIPT_PATH = "/usr/local/sbin/gpushare-mig-setup"
+UNIT_PATH = f"/etc/systemd/system/{UNIT_NAME}"
+ENV_PATH = "/etc/gpushare/mig.env"
+# TKE installs the driver at a new node's first boot, which takes 15-25 minutes: wait up to 30.
+DRIVER_WAIT_ATTEMPTS = 180
+DRIVER_WAIT_SECONDS = 10
+_HEREDOC_END = "GPUSHARE_EOF"
+_EMBEDDED = re.compile(
+    rf"^cat >\"\$root(?P<path>/[^\"]+)\" <<'{_HEREDOC_END}'\n(?P<text>.*?)^{_HEREDOC_END}$", re.M | re.S
+)
+
+
+def _node_file(name: str) -> str:
+    return (resources.files("gpushare") / "node_files" / name).read_text(encoding="utf-8")
+
+
+def mig_env(gpu: GpuModel, layout: Mapping[str, int], config_name: str) -> str:
+    values = {
+        "MIG_CONFIG_NAME": config_name,
+        "MIG_PROFILES": ",".join(creation_order(gpu, layout)),
+        "DRIVER_WAIT_ATTEMPTS": str(DRIVER_WAIT_ATTEMPTS),
+        "DRIVER_WAIT_SECONDS": str(DRIVER_WAIT_SECONDS),
+    }
+    return "".join(f"{key}={shlex.quote(value)}\n" for key, value in values.items())
+
+
+def node_files(gpu: GpuModel, layout: Mapping[str, int], config_name: str) -> dict[str, str]:
+    """Absolute path on the node -> content: the layout, the boot-time script and its unit."""
+    return {
+        ENV_PATH: mig_env(gpu, layout, config_name),
+        SETUP_SCRIPT_PATH: _node_file("gpushare-mig-setup.sh"),
+        UNIT_PATH: _node_file(UNIT_NAME),
+    }
 
 
 def pre_start_script(gpu: GpuModel, layout: Mapping[str, int], config_name: str) -> str:
-    """Runs on every new node before the kubelet starts, so the device plugin finds the MIG devices.
+    """The script TKE runs on a new node (pre-start and user script alike): installs and starts the unit.
 
-    MIG mode survives a reboot but GPU instances do not: a node that reboots comes back unpartitioned
-    unless NVIDIA's MIG manager applies the mig-parted config named by `nvidia.com/mig.config`.
+    `$GPUSHARE_ROOT` (empty on a node) lets a test install into a temporary directory.
     """
-    return "\n".join(
-        [
-            "#!/bin/bash",
-            f"# gpushare: partition every {gpu.key} on this node as {config_name} before the kubelet starts.",
-            "set -euo pipefail",
-            enable_mig_command(),
-            "# Start from an empty GPU: drop compute and GPU instances left by an earlier layout.",
-            "nvidia-smi mig -dci >/dev/null 2>&1 || true",
-            "nvidia-smi mig -dgi >/dev/null 2>&1 || true",
-            create_instances_command(gpu, layout),
-            "nvidia-smi -L",
-            "",
-        ]
-    )
+    files = node_files(gpu, layout, config_name)
+    lines = [
+        "#!/bin/bash",
+        f"# gpushare: install {UNIT_NAME}, which gives every {gpu.key} of this node the MIG layout "
+        f"{config_name} before the kubelet starts, at every boot. Safe to run more than once.",
+        "set -euo pipefail",
+        'root="${GPUSHARE_ROOT:-}"',
+        'install -d "$root/etc/gpushare" "$root/usr/local/sbin" "$root/etc/systemd/system"',
+    ]
+    for path, text in files.items():
+        if _HEREDOC_END in text:
+            raise ValueError(f"{path} contains the here-document delimiter {_HEREDOC_END}")
+        lines += [f"cat >\"$root{path}\" <<'{_HEREDOC_END}'", text.rstrip("\n"), _HEREDOC_END]
+    lines += [
+        f'chmod 0755 "$root{SETUP_SCRIPT_PATH}"',
+        "systemctl daemon-reload",
+        f"systemctl enable {UNIT_NAME}",
+        "# Start it now as well: it waits for the driver in the background, and a kubelet starting",
+        "# meanwhile waits for it (the unit is ordered before kubelet.service).",
+        f"systemctl start --no-block {UNIT_NAME}",
+        f'echo "gpushare: installed {UNIT_NAME} (journalctl -u {UNIT_NAME} shows what it does)"',
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def embedded_files(script: str) -> dict[str, str]:
+    """The files a `pre_start_script` writes (path -> content), for review next to the script."""
+    return {match["path"]: match["text"] for match in _EMBEDDED.finditer(script)}
 
 
 def mig_parted_config_text(layout: Mapping[str, int], config_name: str) -> str:

@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from gpushare import catalog, kube_names
+from gpushare import catalog, gpu_driver, kube_names, tke_limits
 from gpushare.errors import ConfigError, GpushareError
 from gpushare.mig_geometry import fit_layout
 from gpushare.tuning import DEFAULT_CEILING
@@ -292,8 +292,28 @@ class Mig(_Model):
 PoolSharing = Annotated[TimeSlicing | Mig | Exclusive, Field(discriminator="mode")]
 
 
+class SoftwareVersion(_Model):
+    """A `{name, version}` pair of TKE's `gpu_args` (the provider needs both when either is set)."""
+
+    version: str = Field(min_length=1)
+    name: str = Field(min_length=1)
+
+
+class Cudnn(SoftwareVersion):
+    doc_name: str | None = Field(default=None, alias="docName")
+    dev_name: str | None = Field(default=None, alias="devName")
+
+
+class GpuDriver(SoftwareVersion):
+    """`pools[].driver`: what TKE installs on the pool's nodes (`node_config.gpu_args`). The valid strings
+    per instance type and OS come from TKE's DescribeGPUInfo."""
+
+    cuda: SoftwareVersion | None = None
+    cudnn: Cudnn | None = None
+
+
 class Pool(_Model):
-    name: str = Field(max_length=25)
+    name: str
     gpu: str
     instance_type: str = Field(alias="instanceType")
     gpus_per_node: int | None = Field(default=None, alias="gpusPerNode", gt=0)
@@ -303,6 +323,7 @@ class Pool(_Model):
     node_os: str = Field(default="tlinux3.1x86_64", alias="nodeOs")
     labels: dict[str, str] = Field(default_factory=dict)
     taints: tuple[dict[str, str], ...] = ()
+    driver: GpuDriver | None = None
 
     @field_validator("name")
     @classmethod
@@ -313,6 +334,25 @@ class Pool(_Model):
                 "value) and not 'any' (the fallback key)"
             )
         return value
+
+    @field_validator("name")
+    @classmethod
+    def _fits_tke_node_pool_name(cls, value: str) -> str:
+        problem = tke_limits.node_pool_name_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
+    @model_validator(mode="after")
+    def _tke_label_and_taint_limits(self) -> Pool:
+        for key in self.labels:
+            problem = tke_limits.key_problem(key)
+            if problem:
+                raise _at("labels", problem)
+        for index, taint in enumerate(self.taints):
+            for field, problem in tke_limits.taint_problems(taint):
+                raise _at(f"taints[{index}].{field}", problem)
+        return self
 
     @field_validator("gpu")
     @classmethod
@@ -342,6 +382,10 @@ class Pool(_Model):
                 fit_layout(model, sharing.mig_layout)
             except GpushareError as err:
                 raise _at("sharing.migLayout", err.message) from None
+            if self.driver is not None:
+                problem = gpu_driver.mig_driver_problem(model, self.driver.version)
+                if problem:
+                    raise _at("driver.version", problem)
             if sharing.time_slicing is not None:
                 smallest = min(model.mig_profile(p).memory_mib for p in sharing.mig_layout)
                 if sharing.time_slicing.measured_mib > smallest:

@@ -157,6 +157,8 @@ class RecordedResource:
     id: str | None = None
     external: bool = False
     """True for `Resource.get(...)` reads (ReadResource) rather than registrations."""
+    replace_on_changes: list[str] = field(default_factory=list)
+    """Property paths whose change makes the engine plan a replacement (`replace_on_changes`)."""
 
 
 @dataclass(frozen=True)
@@ -501,6 +503,7 @@ class RecordingMonitor(MockMonitor):
                 additional_secret_outputs=list(request.additionalSecretOutputs),
                 secret_input_paths=secret_paths,
                 id=resource_id or None,
+                replace_on_changes=list(request.replaceOnChanges),
             )
         )
         return response

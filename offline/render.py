@@ -12,8 +12,8 @@ project and the stack file only.
 DIR gets `resources.json` (every registration), `outputs.json` and `capacity.json` (stack outputs),
 `manifests/` (Kubernetes objects as `kubectl apply -f` takes them, each validated strictly against the
 cluster version's schema; Helm releases as values files) and `tke/` (node-pool arguments, with any
-pre-start script decoded next to them). Values at secret input paths are written as `<secret>`, and
-a render in which a secret value shows up anywhere else is refused.
+pre-start script decoded next to them, and the files that script installs). Values at secret input
+paths are written as `<secret>`, and a render in which a secret value shows up anywhere else is refused.
 Everything is assembled and checked in memory, written to a temporary directory beside DIR and only
 then renamed into place, so a failed render leaves DIR as it was.
 """
@@ -32,12 +32,12 @@ import shutil
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Final, TextIO
 
 import pulumi
 
-from gpushare import resource_types
+from gpushare import mig_setup, resource_types
 from gpushare.errors import GpushareError
 from gpushare.plan import capacity_table
 from gpushare.stack_config import StackConfig, load_stack_file, stack_file_name
@@ -283,6 +283,7 @@ def _resource_record(resource: RecordedResource) -> dict[str, Any]:
         "custom": resource.custom,
         "provider": resource.provider,
         "protect": resource.protect,
+        "replaceOnChanges": resource.replace_on_changes,
         "dependencies": resource.dependencies,
         "inputs": resource.inputs,
         "secretInputs": resource.secret_input_paths,
@@ -296,6 +297,10 @@ def _node_pool_files(resource: RecordedResource) -> dict[str, str]:
     header = [f"# {resource.type} {resource.name} ({resource.urn})"]
     if resource.protect:
         header.append("# protect: true (Pulumi refuses to delete or replace it)")
+    if resource.replace_on_changes:
+        header.append(
+            f"# replace_on_changes: {', '.join(resource.replace_on_changes)} (a change replaces the pool)"
+        )
     files: dict[str, str] = {}
     script = (inputs.get("nodeConfig") or {}).get("preStartUserScript")
     if isinstance(script, str) and script != REDACTED:
@@ -306,7 +311,13 @@ def _node_pool_files(resource: RecordedResource) -> dict[str, str]:
         else:
             script_file = f"{name}.pre-start.sh"
             header.append(f"# nodeConfig.preStartUserScript (base64) decoded for review: {script_file}")
+            if (inputs.get("nodeConfig") or {}).get("userData") == script:
+                header.append("# nodeConfig.userData is the same script (TKE runs it on scaled-out nodes)")
             files[f"{TKE_DIR}/{script_file}"] = decoded if decoded.endswith("\n") else decoded + "\n"
+            for path, text in mig_setup.embedded_files(decoded).items():
+                embedded = f"{name}.{PurePosixPath(path).name}"
+                header.append(f"#   it installs {path}: {embedded}")
+                files[f"{TKE_DIR}/{embedded}"] = text if text.endswith("\n") else text + "\n"
     files[f"{TKE_DIR}/{name}.yaml"] = "\n".join(header) + "\n" + dump_yaml(inputs)
     return files
 

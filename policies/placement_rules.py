@@ -15,7 +15,7 @@ from typing import Any, Final
 import yaml
 from pulumi_policy import ReportViolation, StackValidationArgs, StackValidationPolicy
 
-from gpushare import catalog, kube_names, mig_parted
+from gpushare import catalog, gpu_driver, kube_names, mig_parted
 from gpushare.catalog import GpuModel
 from gpushare.errors import GpushareError
 from gpushare.mig_geometry import fit_layout
@@ -209,6 +209,26 @@ def _check_mig_capable(args: StackValidationArgs, report_violation: ReportViolat
 
 
 # --------------------------------------------------------------------------------------------------------
+# mig-driver-supported
+
+
+def _check_mig_driver(args: StackValidationArgs, report_violation: ReportViolation) -> None:
+    view = view_of(args)
+    for pool in view.node_pools:
+        gpu = pool.gpu
+        version = text(dig(pool.resource.props, "nodeConfig", "gpuArgs", "driver", "version"))
+        if not pool.mig_enable or gpu is None or version is None:
+            continue
+        problem = gpu_driver.mig_driver_problem(gpu, version)
+        if problem:
+            report_violation(
+                f"node pool {pool.name}: nodeConfig.gpuArgs.migEnable with {problem}; pick a newer driver "
+                "(gpushare:pools[].driver, strings from TKE's DescribeGPUInfo).",
+                pool.resource.urn,
+            )
+
+
+# --------------------------------------------------------------------------------------------------------
 # helm-plugin-schedulable, gpu-pool-labels
 
 
@@ -330,6 +350,12 @@ MIG_ONLY_ON_MIG_CAPABLE_GPUS: Final = StackValidationPolicy(
     "it, with layouts that fit the GPU's geometry.",
     validate=_check_mig_capable,
 )
+MIG_DRIVER_SUPPORTED: Final = StackValidationPolicy(
+    name="mig-driver-supported",
+    description="MIG node pools do not ask TKE for a GPU driver known to be too old for MIG on their GPU "
+    "(H20: 535.161.07 or newer).",
+    validate=_check_mig_driver,
+)
 HELM_PLUGIN_SCHEDULABLE: Final = StackValidationPolicy(
     name="helm-plugin-schedulable",
     description="The device-plugin chart >= 0.15 can schedule on the GPU pools it selects (NFD or "
@@ -346,6 +372,7 @@ GPU_POOL_LABELS: Final = StackValidationPolicy(
 PLACEMENT_POLICIES: Final = (
     ONE_DEVICE_PLUGIN_PER_NODE,
     MIG_ONLY_ON_MIG_CAPABLE_GPUS,
+    MIG_DRIVER_SUPPORTED,
     HELM_PLUGIN_SCHEDULABLE,
     GPU_POOL_LABELS,
 )

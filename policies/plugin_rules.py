@@ -22,7 +22,7 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from gpushare import device_plugin_config, kube_names
+from gpushare import device_plugin_config, kube_names, plugin_pod
 from gpushare.device_plugin_config import DevicePluginConfigError, FlagOverride
 from gpushare.errors import GpushareError
 from gpushare.plan import FALLBACK_KEY
@@ -291,6 +291,24 @@ def _check_chart_pinned(args: ResourceValidationArgs, report_violation: ReportVi
 
 
 # --------------------------------------------------------------------------------------------------------
+# plugin-image-pinned
+
+
+def _check_image_pinned(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    daemon_set = daemon_set_plugin(resource_of(args))
+    # A patch that sets no image keeps TKE's; an unknown image (preview) cannot be judged.
+    if daemon_set is None or not daemon_set.image:
+        return
+    if plugin_pod.image_digest(daemon_set.image) is None:
+        report_violation(
+            f"{daemon_set.label}: image {daemon_set.image} is named by tag only; a tag can be moved to "
+            "other bytes underneath the stack. Pin it: devicePlugin.image: <repo>:<tag>@sha256:<digest> "
+            "(the digest a node runs: `kubectl get pods -n <ns> -o jsonpath='{..imageID}'`).",
+            None,
+        )
+
+
+# --------------------------------------------------------------------------------------------------------
 # cli-flag-overrides-config
 
 
@@ -377,6 +395,13 @@ HELM_CHART_PINNED: Final = ResourceValidationPolicy(
     description="The device-plugin (or GPU Operator) Helm release pins an exact chart version.",
     validate=_check_chart_pinned,
 )
+PLUGIN_IMAGE_PINNED: Final = ResourceValidationPolicy(
+    name="plugin-image-pinned",
+    description="A device-plugin DaemonSet's image is pinned by digest (repo:tag@sha256:...), not by tag "
+    "alone.",
+    validate=_check_image_pinned,
+    enforcement_level=EnforcementLevel.ADVISORY,
+)
 CLI_FLAG_OVERRIDES_CONFIG: Final = StackValidationPolicy(
     name="cli-flag-overrides-config",
     description="Command-line flags, env vars or chart top-level values should not override the config "
@@ -391,5 +416,6 @@ PLUGIN_POLICIES: Final = (
     CONFIG_KEY_EXISTS,
     PLUGIN_RESTARTS_ON_CONFIG_CHANGE,
     HELM_CHART_PINNED,
+    PLUGIN_IMAGE_PINNED,
     CLI_FLAG_OVERRIDES_CONFIG,
 )

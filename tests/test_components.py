@@ -200,10 +200,14 @@ def test_mig_partition_registers_the_mig_parted_config() -> None:
     result = run(lambda: partitions.append(MigPartition("h20-mig", MigPartitionArgs(pool))))
     _, [config_map] = children(result, "gpushare:mig:MigPartition")
     [partition] = partitions
-    assert (partition.config_name, partition.strategy) == ("all-1g.12gb", "mixed")
-    assert "nvidia-smi mig -cgi 19,19,19,19,19,19,19 -C" in partition.pre_start_script
+    assert (partition.config_name, partition.strategy) == ("h20-6x1g.12gb-1x1g.24gb", "mixed")
+    # by profile name, larger profiles first: 1g.24gb, then 6 x 1g.12gb
+    assert "MIG_PROFILES=" + ",".join(["1g.24gb"] + ["1g.12gb"] * 6) + "\n" in partition.pre_start_script
     document = yaml.safe_load(config_map.inputs["data"]["config.yaml"])
-    assert document["mig-configs"]["all-1g.12gb"][0]["mig-devices"] == {"1g.12gb": 7}
+    assert document["mig-configs"]["h20-6x1g.12gb-1x1g.24gb"][0]["mig-devices"] == {
+        "1g.24gb": 1,
+        "1g.12gb": 6,
+    }
 
 
 def test_mig_partition_refuses_a_non_mig_pool() -> None:

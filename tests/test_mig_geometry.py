@@ -13,7 +13,7 @@ from gpushare.mig_geometry import (
     MigLayoutError,
     Placement,
     create_instances_command,
-    enable_mig_command,
+    creation_order,
     fit_layout,
 )
 
@@ -55,7 +55,10 @@ def test_h20_seven_1g_12gb_fit_and_give_the_seed_command() -> None:
     assert starts(layout) == [("1g.12gb", s) for s in range(7)]
     assert layout.counts() == {"1g.12gb": 7}
     assert (layout.instances, layout.used_compute_slices, layout.used_memory_slices) == (7, 7, 7)
-    assert create_instances_command(H20, {"1g.12gb": 7}) == "nvidia-smi mig -cgi 19,19,19,19,19,19,19 -C"
+    assert (
+        create_instances_command(H20, {"1g.12gb": 7})
+        == "nvidia-smi mig -cgi " + ",".join(["1g.12gb"] * 7) + " -C"
+    )
 
 
 def test_h20_balanced_layout_needs_backtracking_and_uses_every_slice() -> None:
@@ -186,14 +189,19 @@ def test_a100_40gb_mixes_fit(counts: dict[str, int]) -> None:
 
 def test_a100_40gb_mixed_command_creates_3g_first_then_larger_before_smaller() -> None:
     counts = {"1g.5gb": 1, "2g.10gb": 1, "3g.20gb": 1}
-    assert create_instances_command(A100_40, counts) == "nvidia-smi mig -cgi 9,14,19 -C"
-    assert create_instances_command(H20, {"4g.48gb": 1, "3g.48gb": 1}) == "nvidia-smi mig -cgi 9,5 -C"
+    # Names, not IDs (`-cgi` takes both; H20's IDs are inferred). The ID order was 9,14,19 / 9,5 / 5,14,19 /
+    # 14,14,14,19 / 15,19,19 (ID 9 = 3g, 5 = 4g, 14 = 2g, 15 = 1g.24gb, 19 = the smallest 1g).
+    assert create_instances_command(A100_40, counts) == "nvidia-smi mig -cgi 3g.20gb,2g.10gb,1g.5gb -C"
+    assert (
+        create_instances_command(H20, {"4g.48gb": 1, "3g.48gb": 1})
+        == "nvidia-smi mig -cgi 3g.48gb,4g.48gb -C"
+    )
     assert (
         create_instances_command(H20, {"1g.12gb": 1, "2g.24gb": 1, "4g.48gb": 1})
-        == "nvidia-smi mig -cgi 5,14,19 -C"
+        == "nvidia-smi mig -cgi 4g.48gb,2g.24gb,1g.12gb -C"
     )
-    assert create_instances_command(H20, {"1g.12gb": 1, "2g.24gb": 3}) == "nvidia-smi mig -cgi 14,14,14,19 -C"
-    assert create_instances_command(H20, {"1g.12gb": 2, "1g.24gb": 1}) == "nvidia-smi mig -cgi 15,19,19 -C"
+    assert creation_order(H20, {"1g.12gb": 1, "2g.24gb": 3}) == ["2g.24gb", "2g.24gb", "2g.24gb", "1g.12gb"]
+    assert creation_order(H20, {"1g.12gb": 2, "1g.24gb": 1}) == ["1g.24gb", "1g.12gb", "1g.12gb"]
 
 
 def test_a30_4g_24gb_alone_fits_and_nothing_fits_next_to_it() -> None:
@@ -201,7 +209,7 @@ def test_a30_4g_24gb_alone_fits_and_nothing_fits_next_to_it() -> None:
 
     assert starts(layout) == [("4g.24gb", 0)]
     assert (layout.used_compute_slices, layout.used_memory_slices) == (4, 4)
-    assert create_instances_command(A30, {"4g.24gb": 1}) == "nvidia-smi mig -cgi 0 -C"
+    assert create_instances_command(A30, {"4g.24gb": 1}) == "nvidia-smi mig -cgi 4g.24gb -C"
     with pytest.raises(MigLayoutError, match=r"^1g\.6gb: needs 1 compute slice, only 0 of 4 left$"):
         fit_layout(A30, {"4g.24gb": 1, "1g.6gb": 1})
 
@@ -254,10 +262,6 @@ def test_fit_layout_is_deterministic_and_independent_of_input_order() -> None:
 def test_create_instances_command_validates_first() -> None:
     with pytest.raises(MigLayoutError, match=r"unknown profile 3g\.47gb"):
         create_instances_command(H20, {"3g.47gb": 2})
-
-
-def test_enable_mig_command() -> None:
-    assert enable_mig_command() == "nvidia-smi -mig 1"
 
 
 def test_layout_helpers_from_hand_built_placements() -> None:

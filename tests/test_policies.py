@@ -66,6 +66,7 @@ REQUIRED_NAMES = {
     "one-device-plugin-per-node",
     "plugin-restarts-on-config-change",
     "mig-only-on-mig-capable-gpus",
+    "mig-driver-supported",
     "mig-time-slicing-needs-mixed",
     "helm-chart-pinned",
     "helm-plugin-schedulable",
@@ -77,9 +78,14 @@ REQUIRED_NAMES = {
 }
 ADVISORY_NAMES = {
     "time-slicing-replicas-underused",
+    "mig-layout-underused",
     "cli-flag-overrides-config",
     "time-slicing-measurement-fresh",
+    "plugin-image-pinned",
 }
+# What the repo's stacks are expected to be advised about: placeholder measurement dates, and the tag-only
+# image of TKE's plugin (its digest is the cluster's to read, not ours to invent).
+EXPECTED_ADVISORIES = {"time-slicing-measurement-fresh", "plugin-image-pinned"}
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -448,8 +454,9 @@ def test_the_programs_resources_pass_every_mandatory_policy(
     use_stack(stack_name)
     found = all_messages(program(stack_name).resources)
     assert mandatory(found) == {}
-    # The seed's measurements date from 2025-06-01: only the age advisory speaks.
-    assert set(found) <= {"time-slicing-measurement-fresh"}
+    # The seed's measurements date from 2025-06-01, and TKE's plugin image is known by tag only: only
+    # those two advisories speak.
+    assert set(found) <= EXPECTED_ADVISORIES
 
 
 @pytest.mark.parametrize("stack_name", STACKS)
@@ -483,7 +490,7 @@ def test_the_real_program_run_offline_passes_every_mandatory_policy(
     }
     found = all_messages(resources)
     assert mandatory(found) == {}
-    assert set(found) <= {"time-slicing-measurement-fresh"}
+    assert set(found) <= EXPECTED_ADVISORIES
 
 
 def _seed_scenarios() -> list[Any]:
@@ -909,6 +916,75 @@ def test_mig_layouts_must_fit_the_gpu(use_stack: Callable[..., None]) -> None:
     assert "gpushare:pools[0] (h20)" in message and "does not fit H20" in message
 
 
+def test_mig_layout_underused_names_the_better_layout(use_stack: Callable[..., None]) -> None:
+    use_stack("staging")
+    assert messages_of("mig-layout-underused", []) == []  # staging runs what advise recommends
+
+    def seven_small(config: dict[str, Any]) -> None:
+        config["gpushare:pools"][0]["sharing"]["migLayout"] = {"1g.12gb": 7}
+
+    use_stack("staging", seven_small)
+    (message,) = messages_of("mig-layout-underused", [])
+    # 7 x floor(0.9 x 11264 / 4621) = 7 x 2 = 14; 6 x 2 + floor(0.9 x 22138 / 4621) = 12 + 4 = 16
+    assert message.startswith(
+        "stack config gpushare:pools[0] (h20): MIG layout 7x 1g.12gb yields 14 slot(s) in 7"
+    )
+    assert 'migLayout {"1g.12gb": 6, "1g.24gb": 1}, layoutName h20-6x1g.12gb-1x1g.24gb' in message
+
+    def unshared(config: dict[str, Any]) -> None:
+        seven_small(config)
+        del config["gpushare:pools"][0]["sharing"]["timeSlicing"]
+
+    use_stack("staging", unshared)  # one slot per instance: fewer, larger instances are a choice, not waste
+    assert messages_of("mig-layout-underused", []) == []
+
+
+def test_mig_layout_underused_reads_a_hand_edited_mig_parted_config(use_stack: Callable[..., None]) -> None:
+    use_stack("staging")
+    edited = Res(
+        CONFIG_MAP,
+        "gpushare-h20-mig-mig-parted",
+        {
+            "metadata": {
+                "name": "gpushare-mig-parted-config-h20",
+                "namespace": "kube-system",
+                "labels": {kube_names.LABEL_POOL: "h20"},
+            },
+            "data": {
+                "config.yaml": "version: v1\nmig-configs:\n  all-1g.12gb:\n  - devices: all\n"
+                '    mig-enabled: true\n    mig-devices:\n      "1g.12gb": 7\n'
+            },
+        },
+        stack="staging",
+    )
+    (message,) = messages_of("mig-layout-underused", [edited])
+    assert 'ConfigMap kube-system/gpushare-mig-parted-config-h20 key "config.yaml"' in message
+    assert "mig-configs.all-1g.12gb[0] (pool h20): MIG layout 7x 1g.12gb yields 14" in message
+
+
+def test_a_mig_pool_must_not_ask_for_a_driver_too_old_for_mig(
+    staging: Program, use_stack: Callable[..., None]
+) -> None:
+    use_stack("staging")
+    h20, l20 = staging.get("gpushare-h20-pool"), staging.get("gpushare-l20-pool")
+    assert messages_of("mig-driver-supported", staging.resources) == []  # no driver chosen: TKE's default
+
+    def with_driver(pool: Res, version: str) -> Res:
+        changed = copy.deepcopy(pool)
+        changed.props["nodeConfig"]["gpuArgs"]["driver"] = {"version": version, "name": f"NVIDIA-{version}"}
+        return changed
+
+    # NVIDIA's floor for H20 MIG is 535.161.07: an earlier 535 release and an older branch are refused.
+    for too_old in ("535.104.05", "470.82.01", "525"):
+        (message,) = messages_of("mig-driver-supported", [with_driver(h20, too_old)])
+        assert f"driver {too_old} is too old for MIG on H20" in message and "535.161.07" in message
+    # The floor itself, newer ones, and a bare branch that may hold a good release pass.
+    for fine in ("535.161.07", "535.183.01", "550.54.15", "535"):
+        assert messages_of("mig-driver-supported", [with_driver(h20, fine)]) == []
+    # Without MIG the rule does not apply (L20 time-slicing on an old driver).
+    assert messages_of("mig-driver-supported", [with_driver(l20, "470.82.01")]) == []
+
+
 def test_mig_time_slicing_needs_the_mixed_strategy(staging: Program) -> None:
     release = staging.get("gpushare-device-plugin-release")
     assert messages_of("mig-time-slicing-needs-mixed", [release]) == []
@@ -1011,7 +1087,7 @@ def test_only_device_plugin_configs_and_plugins_are_considered(
         {
             "metadata": {"name": "gpushare-mig-parted-config-h20", "labels": {kube_names.LABEL_POOL: "h20"}},
             "data": {
-                "config.yaml": "version: v1\nmig-configs:\n  all-1g.12gb:\n  - devices: all\n"
+                "config.yaml": "version: v1\nmig-configs:\n  h20-6x1g.12gb-1x1g.24gb:\n  - devices: all\n"
                 "    mig-enabled: true\n    mig-devices: {1g.12gb: 7}\n"
             },
         },
@@ -1052,7 +1128,7 @@ def test_without_an_operator_the_pools_own_mig_parted_config_must_hold_its_label
         {
             "metadata": {"name": "gpushare-mig-parted-config-h20", "labels": {kube_names.LABEL_POOL: "h20"}},
             "data": {
-                "config.yaml": "version: v1\nmig-configs:\n  all-1g.12gb:\n  - devices: all\n"
+                "config.yaml": "version: v1\nmig-configs:\n  h20-6x1g.12gb-1x1g.24gb:\n  - devices: all\n"
                 "    mig-enabled: true\n    mig-devices: {1g.12gb: 7}\n"
             },
         },
@@ -1063,7 +1139,7 @@ def test_without_an_operator_the_pools_own_mig_parted_config_must_hold_its_label
     renamed.props["labels"][kube_names.LABEL_MIG_CONFIG] = "all-1g.24gb"
     (message,) = messages_of("mig-config-exists", [renamed, mig_parted])
     assert "label nvidia.com/mig.config=all-1g.24gb names no config in ConfigMap" in message
-    assert "(configs: all-1g.12gb)" in message
+    assert "(configs: h20-6x1g.12gb-1x1g.24gb)" in message
     # No MIG manager config in the stack at all: nothing to hold the label against.
     assert messages_of("mig-config-exists", [renamed]) == []
 
@@ -1086,3 +1162,19 @@ def test_the_charts_default_key_must_exist(staging: Program, use_stack: Callable
     (unresolved,) = messages_of("config-key-exists", with_config(default=None))
     assert "no config.default and no fallback strategy (named, single) resolves" in unresolved
     assert messages_of("config-key-exists", with_config(default=None, fallbackStrategies=["empty"])) == []
+
+
+def test_tag_only_plugin_images_are_advised_and_digests_pass(prod: Program) -> None:
+    plugin = prod.get("gpushare-plugins-l20")
+    (message,) = messages_of("plugin-image-pinned", [plugin])
+    assert "sgccr.ccs.tencentyun.com/tkeimages/nvidia-device-plugin:v0.14.5 is named by tag only" in message
+    digest = "sha256:" + "0123456789abcdef" * 4  # 64 hex digits, as an OCI sha256 digest has
+    for image in (
+        f"sgccr.ccs.tencentyun.com/tkeimages/nvidia-device-plugin:v0.14.5@{digest}",
+        f"nvcr.io/nvidia/k8s-device-plugin@{digest}",
+    ):
+        pinned = copy.deepcopy(plugin)
+        pinned.props["spec"]["template"]["spec"]["containers"][0]["image"] = image
+        assert messages_of("plugin-image-pinned", [pinned]) == []
+    # TKE's DaemonSet patch sets no image: nothing of ours to pin.
+    assert messages_of("plugin-image-pinned", [prod.get("gpushare-managed-plugin-patch")]) == []

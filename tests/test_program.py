@@ -214,6 +214,26 @@ def test_prod_l20_daemonset_equals_the_seed_apart_from_deliberate_additions(prod
     # 3. no `--mig-strategy=single`: a CLI flag overrides the file's `migStrategy: none`.
     seed_args = seed["spec"]["template"]["spec"]["containers"][0]["args"]
     seed_args.remove("--mig-strategy=single")
+    # 4. hardening (issue #17): no privilege escalation, read-only root, RuntimeDefault seccomp, no
+    #    service-account token — on top of the seed's dropped capabilities.
+    pod = ours["spec"]["template"]["spec"]
+    assert pod.pop("automountServiceAccountToken") is False
+    assert pod.pop("securityContext") == {"seccompProfile": {"type": "RuntimeDefault"}}
+    container_security = pod["containers"][0]["securityContext"]
+    assert container_security.pop("allowPrivilegeEscalation") is False
+    assert container_security.pop("readOnlyRootFilesystem") is True
+    # 5. checkov's skip annotations, each with its reason: the checks that do not apply to a device
+    #    plugin (no probes, root for the hostPath socket, ...) and the tag-only image TKE ships.
+    skipped = {value.partition("=")[0] for value in ours["metadata"].pop("annotations").values()}
+    assert skipped == {
+        "CKV_K8S_8",
+        "CKV_K8S_9",
+        "CKV_K8S_23",
+        "CKV_K8S_40",
+        "CKV_K8S_15",
+        "CKV2_K8S_6",
+        "CKV_K8S_43",
+    }
     assert ours == seed
 
 
@@ -265,18 +285,21 @@ def test_resources_use_the_explicit_providers(prod: ProgramRun) -> None:
 def test_helm_mig_h20_pool_is_partitioned_and_time_sliced(helm_mig: ProgramRun) -> None:
     h20 = only(helm_mig, NODE_POOL, lambda r: r.inputs["name"] == "gpushare-h20")
     assert h20.inputs["nodeConfig"]["gpuArgs"]["migEnable"] is True
-    assert h20.inputs["labels"]["nvidia.com/mig.config"] == "all-1g.12gb"
+    assert h20.inputs["labels"]["nvidia.com/mig.config"] == "h20-6x1g.12gb-1x1g.24gb"
     assert h20.inputs["labels"]["nvidia.com/gpu.present"] == "true"  # chart >= 0.15 without NFD
     script = base64.b64decode(h20.inputs["nodeConfig"]["preStartUserScript"]).decode()
-    assert "nvidia-smi -mig 1" in script
-    assert "nvidia-smi mig -cgi 19,19,19,19,19,19,19 -C" in script
+    # The script installs the boot-time unit; the layout goes by profile name (tests/test_mig_setup.py).
+    assert "MIG_PROFILES=" + ",".join(["1g.24gb"] + ["1g.12gb"] * 6) + "\n" in script
+    assert "systemctl enable gpushare-mig.service" in script
     mig_parted = only(helm_mig, CONFIG_MAP, named("gpushare-mig-parted-config-h20")).inputs["data"][
         "config.yaml"
     ]
     assert yaml.safe_load(mig_parted) == {
         "version": "v1",
         "mig-configs": {
-            "all-1g.12gb": [{"devices": "all", "mig-enabled": True, "mig-devices": {"1g.12gb": 7}}]
+            "h20-6x1g.12gb-1x1g.24gb": [
+                {"devices": "all", "mig-enabled": True, "mig-devices": {"1g.24gb": 1, "1g.12gb": 6}}
+            ]
         },
     }
 

@@ -95,7 +95,7 @@ def test_every_stack_renders_consistent_files(rendered: dict[str, RenderResult],
     assert records[0]["type"] == "pulumi:pulumi:Stack"
     assert set(records[1]) == {
         *("type", "name", "urn", "parent", "custom", "provider", "protect", "dependencies", "inputs"),
-        "secretInputs",
+        *("secretInputs", "replaceOnChanges"),
     }
     assert json.loads(read(result, "outputs.json")) == result.outputs
     assert json.loads(read(result, "capacity.json")) == result.outputs["capacity"]
@@ -206,7 +206,11 @@ def test_helm_values_and_mig_pre_start_script(helm_mig_render: RenderResult) -> 
     assert sorted(values["config"]["map"]) == ["any", "h20", "l20"]
     assert values["config"]["default"] == "any"
     h20 = yaml.safe_load(values["config"]["map"]["h20"])
-    assert h20["sharing"]["timeSlicing"]["resources"] == [{"name": "nvidia.com/mig-1g.12gb", "replicas": 2}]
+    # floor(0.9 x 11264 / 4621) = 2 per 1g.12gb; floor(0.9 x 22138 / 4621) = 4 per 1g.24gb
+    assert h20["sharing"]["timeSlicing"]["resources"] == [
+        {"name": "nvidia.com/mig-1g.12gb", "replicas": 2},
+        {"name": "nvidia.com/mig-1g.24gb", "replicas": 4},
+    ]
     assert "    h20: |\n" in text
     assert not any(
         f.startswith("manifests/daemonset_") for f in rendered.files
@@ -214,11 +218,22 @@ def test_helm_values_and_mig_pre_start_script(helm_mig_render: RenderResult) -> 
 
     node_pool_text = read(rendered, "tke/gpushare-h20.yaml")
     node_pool = yaml.safe_load(node_pool_text)
-    assert node_pool["labels"]["nvidia.com/mig.config"] == "all-1g.12gb"
+    assert node_pool["labels"]["nvidia.com/mig.config"] == "h20-6x1g.12gb-1x1g.24gb"
     script = read(rendered, "tke/gpushare-h20.pre-start.sh")
     assert script == base64.b64decode(node_pool["nodeConfig"]["preStartUserScript"]).decode()
-    assert script.startswith("#!/bin/bash\n") and "nvidia-smi mig -cgi 19,19,19,19,19,19,19 -C" in script
+    assert script.startswith("#!/bin/bash\n") and "systemctl enable gpushare-mig.service" in script
+    assert node_pool["nodeConfig"]["userData"] == node_pool["nodeConfig"]["preStartUserScript"]
     assert "decoded for review: gpushare-h20.pre-start.sh" in node_pool_text
+    # What the script installs, next to it for review: the unit, its script and the layout.
+    unit = read(rendered, "tke/gpushare-h20.gpushare-mig.service")
+    assert "Before=kubelet.service" in unit.splitlines()
+    assert read(rendered, "tke/gpushare-h20.gpushare-mig-setup").startswith("#!/bin/bash\n")
+    assert "MIG_PROFILES=" + ",".join(["1g.24gb"] + ["1g.12gb"] * 6) + "\n" in read(
+        rendered, "tke/gpushare-h20.mig.env"
+    )
+    assert "#   it installs /etc/systemd/system/gpushare-mig.service: gpushare-h20.gpushare-mig.service" in (
+        node_pool_text
+    )
     assert "preStartUserScript" not in load(rendered, "tke/gpushare-l20.yaml")["nodeConfig"]
 
 
