@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STACK ?= prod
 STACKS := $(patsubst Pulumi.%.yaml,%,$(wildcard Pulumi.*.yaml))
 
-.PHONY: test lint typecheck unit plan render check scan ci-stacks bench clean
+.PHONY: test lint typecheck unit plan render check verify scan ci-stacks bench clean
 
 # Requirements are (re)installed into the venv whenever a requirements file changes.
 $(VENV)/.installed: requirements.txt requirements-dev.txt policies/requirements.txt
@@ -38,6 +38,10 @@ render: $(VENV)/.installed
 # Render the stack and run the policy pack over it as `pulumi preview --policy-pack policies` would.
 check: $(VENV)/.installed
 	$(PY) -m gpushare check --stack $(STACK)
+
+# Check the live cluster against the stack, read-only (KUBECONFIG / ~/.kube/config; VERIFY_ARGS=--json).
+verify: $(VENV)/.installed
+	$(PY) -m gpushare verify --stack $(STACK) $(VERIFY_ARGS)
 
 # checkov gets a venv of its own: its pins and pulumi's cannot be resolved together.
 SCAN_VENV := $(VENV)/scanners

@@ -58,6 +58,13 @@ def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
     return mig_parted.run_validate_cli(args.files, args.gpu, out, sys.stderr)
 
 
+def _verify(args: argparse.Namespace, out: TextIO) -> int:
+    # The kubernetes client is loaded only for verify.
+    from gpushare.verify import cmd_verify
+
+    return cmd_verify(args, out)
+
+
 def cmd_tune(args: argparse.Namespace, out: TextIO) -> int:
     model = catalog.gpu(args.gpu)
     measured = args.measured_mib
@@ -153,6 +160,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dir", default=str(PROJECT_DIR), help="where Pulumi.<stack>.yaml lives")
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=cmd_plan)
+
+    p = sub.add_parser("verify", help="check the live cluster against the stack (read-only)")
+    p.add_argument("--stack", required=True)
+    p.add_argument("--kubeconfig", metavar="PATH", help="default: $KUBECONFIG, ~/.kube/config, in-cluster")
+    p.add_argument("--context", metavar="NAME", help="a context of the kubeconfig (default: its current one)")
+    p.add_argument("--json", action="store_true", help="the report as JSON: ok, findings, pools")
+    p.add_argument("--dir", default=str(PROJECT_DIR), help="where Pulumi.<stack>.yaml lives")
+    p.set_defaults(run=_verify)
 
     p = sub.add_parser("render", help="run the program offline and write every resource and manifest")
     p.add_argument("--stack", required=True)

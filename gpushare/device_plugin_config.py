@@ -1,11 +1,11 @@
 """The NVIDIA k8s-device-plugin config file (API `v1`), accepted and rejected exactly as the plugin does.
 
-The plugin (tags v0.14.5 and v0.17.1) reads its `--config-file` with `sigs.k8s.io/yaml.Unmarshal`: go-yaml v2
+The plugin (tags v0.14.5, v0.17.1 and v0.20.0) reads its `--config-file` with `sigs.k8s.io/yaml.Unmarshal`: go-yaml v2
 turns the YAML into generic values, those are re-encoded as JSON, and `encoding/json` decodes that JSON into
 the `api/config/v1` structs, some of which have hand-written `UnmarshalJSON` methods. The flags are then
 merged with the command line and environment (CLI > env > file) and checked by `validateFlags`.
 Reference: shared/reference/nvidia-device-plugin-and-mig.md, section A; the rules below were also checked
-against the upstream Go code of both tags, built and run on a corpus of inputs.
+against the upstream Go code of each tag, built and run on a corpus of inputs (tests/fixtures/device_plugin).
 
 This module reproduces that pipeline instead of describing the schema declaratively, because the
 accept/reject behaviour lives in the pipeline's quirks:
@@ -24,7 +24,7 @@ What the plugin accepts but ignores at run time is reported as warnings, never a
 
 Known limits of the emulation: YAML merge keys (`<<`) follow PyYAML (explicit keys win) whereas go-yaml v2
 lets a later merge override earlier keys; exotic YAML syntax accepted by only one of the two parsers; the
-v0.17.1 check that CDI strategies need NVML (it depends on the node) is not applied.
+check (from v0.17.1) that CDI strategies need NVML (it depends on the node) is not applied.
 """
 
 from __future__ import annotations
@@ -44,8 +44,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict
 
 from gpushare.errors import GpushareError
+from gpushare.yaml_bounds import AliasRecordingComposer, YamlBoundError, YamlTooDeepError, load_first_document
 
-PLUGIN_VERSIONS = ("0.14.5", "0.17.1")
+PLUGIN_VERSIONS = ("0.14.5", "0.17.1", "0.20.0")
 API_VERSION = "v1"
 
 MIG_STRATEGIES = ("none", "single", "mixed")
@@ -58,12 +59,32 @@ SHARED_PRODUCT_LABEL_SUFFIX = "-SHARED"
 # The v0.17.1 chart renders `MPS_ROOT={{ .Values.mps.root }}` into every device-plugin pod; this is the default.
 CHART_MPS_ROOT = "/run/nvidia/mps"
 
-_NEWER_PLUGIN = "0.17.1"
+SHARED_DEVICES_ALLOCATION_POLICIES = ("distributed", "packed")
+# Durations (`flags.gfd.sleepInterval`) may say `infinite` from 0.20.0 on; the plugin stores math.MaxInt64.
+INFINITE_DURATION_NS = 2**63 - 1
+
+# The releases whose additions the rules below switch on: 0.17.1 stands for everything the 0.15 restructuring
+# brought (MPS, IMEX, device discovery); 0.20.0 adds the allocation policy, GDRCopy, an honoured
+# `failRequestsGreaterThanOne: false` for MPS and `infinite` durations.
+_MPS_ERA = "0.17.1"
+_ALLOCATION_POLICY_ERA = "0.20.0"
+
+
+def _version_key(plugin_version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in plugin_version.split("."))
+
+
+def version_at_least(plugin_version: str, release: str) -> bool:
+    """Whether plugin `plugin_version` (e.g. "0.17.1") has what `release` introduced."""
+    return _version_key(plugin_version) >= _version_key(release)
+
+
+_since = version_at_least
 
 
 def _device_list_strategies(plugin_version: str) -> tuple[str, ...]:
     base = ("envvar", "volume-mounts", "cdi-annotations")
-    return (*base, "cdi-cri") if plugin_version == _NEWER_PLUGIN else base
+    return (*base, "cdi-cri") if _since(plugin_version, _MPS_ERA) else base
 
 
 class DevicePluginConfigError(GpushareError):
@@ -94,6 +115,7 @@ class PluginFlags(_Frozen):
     cdi_annotation_prefix: str | None = None
     nvidia_ctk_path: str | None = None
     container_driver_root: str | None = None
+    shared_devices_allocation_policy: str | None = None
 
 
 class GfdFlags(_Frozen):
@@ -110,6 +132,7 @@ class Flags(_Frozen):
     mps_root: str | None = None
     nvidia_driver_root: str | None = None
     nvidia_dev_root: str | None = None
+    gdrcopy_enabled: bool | None = None
     gds_enabled: bool | None = None
     mofed_enabled: bool | None = None
     use_node_feature_api: bool | None = None
@@ -144,10 +167,12 @@ class ReplicatedResource(_Frozen):
 
 
 class ReplicatedResources(_Frozen):
-    """`sharing.timeSlicing` or (0.17.1) `sharing.mps`."""
+    """`sharing.timeSlicing` or (0.17.1 and later) `sharing.mps`."""
 
     rename_by_default: bool = False
-    fail_requests_greater_than_one: bool = False
+    fail_requests_greater_than_one: bool | None = False
+    """0.14.5/0.17.1 read an absent key as false. From 0.20.0 the field is a pointer: None means unset, which
+    time-slicing treats as false and MPS turns into true (0.17.1 forces true for MPS whatever the file says)."""
     resources: tuple[ReplicatedResource, ...]
 
 
@@ -191,7 +216,7 @@ class FlagOverride(_Frozen):
 
 class EffectiveFlags(_Frozen):
     """The flags the plugin runs with after merging defaults, the file and overrides (CLI > env > file).
-    The 0.17.1-only flags are `None` for 0.14.5."""
+    Flags a version does not have are `None` (the 0.17.1 ones for 0.14.5, the 0.20.0 ones before 0.20.0)."""
 
     mig_strategy: str
     fail_on_init_error: bool
@@ -207,6 +232,8 @@ class EffectiveFlags(_Frozen):
     mps_root: str | None = None
     nvidia_dev_root: str | None = None
     device_discovery_strategy: str | None = None
+    gdrcopy_enabled: bool | None = None
+    shared_devices_allocation_policy: str | None = None
     overridden: tuple[FlagOverride, ...] = ()
 
 
@@ -327,7 +354,7 @@ def _go_yaml_resolve_plain(value: str) -> tuple[str, object]:
     return _STR_TAG, value
 
 
-class _GoYamlLoader(yaml.SafeLoader):
+class _GoYamlLoader(AliasRecordingComposer, yaml.SafeLoader):
     """PyYAML's parser with go-yaml v2's scalar resolution, for untyped (interface{}) targets."""
 
     def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
@@ -393,13 +420,12 @@ def _load_first_document(text: str) -> object:
     json_document = _load_json(text)
     if json_document is not _NOT_JSON:
         return json_document
-    loader = _GoYamlLoader(text)
     try:
-        return loader.get_data() if loader.check_data() else None
+        return load_first_document(_GoYamlLoader, text)
     except yaml.YAMLError as exc:
         raise DevicePluginConfigError(f"error converting YAML to JSON: yaml: {_yaml_problem(exc)}") from exc
-    finally:
-        loader.dispose()
+    except YamlBoundError as exc:
+        raise DevicePluginConfigError(f"error converting YAML to JSON: yaml: {exc.reason}") from None
 
 
 _NOT_JSON = object()
@@ -798,20 +824,6 @@ def _device_list_strategy(value: object, current: object, path: str) -> object:
     raise DevicePluginConfigError(f"invalid deviceListStrategy: {_go_json_text(value)}", path)
 
 
-def _duration(value: object, current: object, path: str) -> object:
-    """Duration.UnmarshalJSON: a number of nanoseconds or a Go duration string."""
-    if value is None:
-        return None
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return int(value)
-    if isinstance(value, str):
-        try:
-            return parse_go_duration(value)
-        except ValueError as exc:
-            raise DevicePluginConfigError(str(exc), path) from exc
-    raise DevicePluginConfigError("invalid duration", path)
-
-
 def _int_list(value: object, current: object, path: str) -> object:
     if value is None:
         return ()
@@ -852,9 +864,14 @@ class _Decoder:
     plugin_version: str
     warnings: list[str] = field(default_factory=list)
 
-    @property
-    def newer(self) -> bool:
-        return self.plugin_version == _NEWER_PLUGIN
+    def has(self, release: str) -> bool:
+        return _since(self.plugin_version, release)
+
+    def later_keys(self, keys_by_release: Mapping[str, Iterable[str]]) -> dict[str, str]:
+        """{key: the release that introduced it} for the keys this version does not know yet."""
+        return {
+            key: release for release, keys in keys_by_release.items() if not self.has(release) for key in keys
+        }
 
     def warn(self, path: str, message: str) -> None:
         self.warnings.append(f"{path}: {message}" if path else message)
@@ -868,25 +885,26 @@ class _Decoder:
         state: dict[str, object],
         path: str,
         go_type: str,
-        newer_only: Iterable[str] = (),
+        later: Mapping[str, str] | None = None,
     ) -> dict[str, object]:
         """encoding/json into a struct: keys in sorted order (json.Marshal sorted them), exact match first,
-        else case-insensitive; the last key matching a field wins; unknown keys are ignored."""
+        else case-insensitive; the last key matching a field wins; unknown keys are ignored (`later` names
+        the keys a later plugin release knows, for a more helpful warning)."""
         if value is None:
             return state
         if not isinstance(value, dict):
             raise _type_error(value, go_type, path or None)
-        newer_only = set(newer_only)
+        later = later or {}
         matched: dict[str, list[str]] = {}
         for key in sorted(value):
             child_path = _join(path, key)
             name = key if key in fields else next((f for f in fields if _go_fold(f) == _go_fold(key)), None)
             if name is None:
-                newer_name = next((f for f in newer_only if _go_fold(f) == _go_fold(key)), None)
-                if newer_name is not None:
+                later_name = next((f for f in later if _go_fold(f) == _go_fold(key)), None)
+                if later_name is not None:
                     self.warn(
                         child_path,
-                        f"only plugin {_NEWER_PLUGIN} understands '{newer_name}'; "
+                        f"'{later_name}' needs plugin {later[later_name]} or later; "
                         f"{self.plugin_version} ignores it",
                     )
                 else:
@@ -906,22 +924,22 @@ class _Decoder:
         return state
 
     def struct_pointer(
-        self, fields: Mapping[str, _FieldDecoder], go_type: str, newer_only: Iterable[str] = ()
+        self, fields: Mapping[str, _FieldDecoder], go_type: str, later: Mapping[str, str] | None = None
     ) -> _FieldDecoder:
         def decode(value: object, current: object, path: str) -> object:
             if value is None:
                 return None
             state = dict(current) if isinstance(current, dict) else dict.fromkeys(fields)
-            return self.plain_struct(value, fields, state, path, go_type, newer_only)
+            return self.plain_struct(value, fields, state, path, go_type, later)
 
         return decode
 
     def struct_value(
-        self, fields: Mapping[str, _FieldDecoder], go_type: str, newer_only: Iterable[str] = ()
+        self, fields: Mapping[str, _FieldDecoder], go_type: str, later: Mapping[str, str] | None = None
     ) -> _FieldDecoder:
         def decode(value: object, current: object, path: str) -> object:
             state = dict(current) if isinstance(current, dict) else {}
-            return self.plain_struct(value, fields, state, path, go_type, newer_only)
+            return self.plain_struct(value, fields, state, path, go_type, later)
 
         return decode
 
@@ -939,7 +957,7 @@ class _Decoder:
         gfd_fields: dict[str, _FieldDecoder] = {
             "oneshot": _bool_pointer,
             "noTimestamp": _bool_pointer,
-            "sleepInterval": _duration,
+            "sleepInterval": self.duration,
             "outputFile": _string_pointer,
             "machineTypeFile": _string_pointer,
         }
@@ -949,46 +967,69 @@ class _Decoder:
             "nvidiaDriverRoot": _string_pointer,
             "gdsEnabled": _bool_pointer,
             "mofedEnabled": _bool_pointer,
-            "plugin": self.struct_pointer(plugin_fields, "v1.PluginCommandLineFlags"),
-            "gfd": self.struct_pointer(gfd_fields, "v1.GFDCommandLineFlags"),
-        }
-        newer_flags = {
-            "mpsRoot": _string_pointer,
-            "nvidiaDevRoot": _string_pointer,
-            "useNodeFeatureAPI": _bool_pointer,
-            "deviceDiscoveryStrategy": _string_pointer,
         }
         sharing_fields: dict[str, _FieldDecoder] = {"timeSlicing": self.time_slicing}
-        if self.newer:
-            flag_fields.update(newer_flags)
+        config_fields: dict[str, _FieldDecoder] = {"version": self.version}
+        if self.has(_MPS_ERA):
+            flag_fields.update(
+                mpsRoot=_string_pointer,
+                nvidiaDevRoot=_string_pointer,
+                useNodeFeatureAPI=_bool_pointer,
+                deviceDiscoveryStrategy=_string_pointer,
+            )
             sharing_fields["mps"] = self.mps
-        config_fields: dict[str, _FieldDecoder] = {
-            "version": self.version,
-            # For 0.14.5 the 0.17.1 keys are unknown (ignored), but they get a warning of their own.
-            "flags": self.struct_value(flag_fields, "v1.Flags", newer_only=() if self.newer else newer_flags),
-            "resources": self.struct_value(
-                {"gpus": self.resource_patterns, "mig": self.resource_patterns}, "v1.Resources"
-            ),
-            "sharing": self.struct_value(
-                sharing_fields, "v1.Sharing", newer_only=() if self.newer else ["mps"]
-            ),
-        }
-        if self.newer:
             config_fields["imex"] = self.struct_value(
                 {"channelIDs": _int_list, "required": _bool_value}, "v1.Imex"
             )
-        newer_top_level = () if self.newer else ["imex"]
+        if self.has(_ALLOCATION_POLICY_ERA):
+            flag_fields["gdrcopyEnabled"] = _bool_pointer
+            plugin_fields["sharedDevicesAllocationPolicy"] = _string_pointer
+        # Keys of later releases are unknown (ignored) to earlier ones, but get a warning of their own.
+        mps_era_flags = ("mpsRoot", "nvidiaDevRoot", "useNodeFeatureAPI", "deviceDiscoveryStrategy")
+        flag_fields["plugin"] = self.struct_pointer(
+            plugin_fields,
+            "v1.PluginCommandLineFlags",
+            self.later_keys({_ALLOCATION_POLICY_ERA: ["sharedDevicesAllocationPolicy"]}),
+        )
+        flag_fields["gfd"] = self.struct_pointer(gfd_fields, "v1.GFDCommandLineFlags")
+        config_fields["flags"] = self.struct_value(
+            flag_fields,
+            "v1.Flags",
+            self.later_keys({_MPS_ERA: mps_era_flags, _ALLOCATION_POLICY_ERA: ["gdrcopyEnabled"]}),
+        )
+        config_fields["resources"] = self.struct_value(
+            {"gpus": self.resource_patterns, "mig": self.resource_patterns}, "v1.Resources"
+        )
+        config_fields["sharing"] = self.struct_value(
+            sharing_fields, "v1.Sharing", self.later_keys({_MPS_ERA: ["mps"]})
+        )
+        top_level_later = self.later_keys({_MPS_ERA: ["imex"]})
 
         if document is None:  # an empty file: JSON null leaves the zero Config
             document = {}
         if not isinstance(document, dict):
             raise _type_error(document, "v1.Config", None)
-        state = self.plain_struct(document, config_fields, {}, "", "v1.Config", newer_top_level)
+        state = self.plain_struct(document, config_fields, {}, "", "v1.Config", top_level_later)
 
         version = state.get("version") or API_VERSION
         if version != API_VERSION:
             raise DevicePluginConfigError(f"unknown version: {version}", "version")
         return self.build_model(state)
+
+    def duration(self, value: object, current: object, path: str) -> object:
+        """Duration.UnmarshalJSON: a number of nanoseconds or a Go duration string (`infinite` from 0.20.0)."""
+        if value is None:
+            return None
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return int(value)
+        if isinstance(value, str):
+            if value == "infinite" and self.has(_ALLOCATION_POLICY_ERA):
+                return INFINITE_DURATION_NS
+            try:
+                return parse_go_duration(value)
+            except ValueError as exc:
+                raise DevicePluginConfigError(str(exc), path) from exc
+        raise DevicePluginConfigError("invalid duration", path)
 
     def version(self, value: object, current: object, path: str) -> object:
         """Config.Version is the one string field sigs.k8s.io/yaml coerces YAML numbers and booleans into."""
@@ -1031,18 +1072,27 @@ class _Decoder:
 
     def mps(self, value: object, current: object, path: str) -> object:
         # A pointer: null leaves it nil, so MPS stays off.
-        return None if value is None else self.replicated_resources(value, path)
+        if value is None:
+            return None
+        section = self.replicated_resources(value, path)
+        if section["failRequestsGreaterThanOne"] is None:
+            section["failRequestsGreaterThanOne"] = True  # NewConfig's default for MPS (0.20.0)
+        return section
 
     def replicated_resources(self, value: object, path: str) -> dict[str, object]:
         """ReplicatedResources.UnmarshalJSON (replicas.go)."""
         raw = _raw_map(value, path)
         known = ("renameByDefault", "failRequestsGreaterThanOne", "resources")
-        flags = {}
+        flags: dict[str, bool | None] = {}
         for key in known[:2]:
             flag = raw.get(key, False)
             if flag is not None and not isinstance(flag, bool):
                 raise _type_error(flag, "bool", _join(path, key))
             flags[key] = bool(flag)
+        if self.has(_ALLOCATION_POLICY_ERA):
+            # A *bool from 0.20.0: absent and null both leave it unset.
+            flag = raw.get("failRequestsGreaterThanOne")
+            flags["failRequestsGreaterThanOne"] = flag if isinstance(flag, bool) else None
         if "resources" not in raw:
             raise DevicePluginConfigError(
                 f"no resources specified{_missing_key_hint(raw, 'resources')}", path
@@ -1142,6 +1192,7 @@ class _Decoder:
                 mps_root=flags.get("mpsRoot"),
                 nvidia_driver_root=flags.get("nvidiaDriverRoot"),
                 nvidia_dev_root=flags.get("nvidiaDevRoot"),
+                gdrcopy_enabled=flags.get("gdrcopyEnabled"),
                 gds_enabled=flags.get("gdsEnabled"),
                 mofed_enabled=flags.get("mofedEnabled"),
                 use_node_feature_api=flags.get("useNodeFeatureAPI"),
@@ -1154,6 +1205,7 @@ class _Decoder:
                         cdi_annotation_prefix=plugin.get("cdiAnnotationPrefix"),
                         nvidia_ctk_path=plugin.get("nvidiaCTKPath"),
                         container_driver_root=plugin.get("containerDriverRoot"),
+                        shared_devices_allocation_policy=plugin.get("sharedDevicesAllocationPolicy"),
                     )
                 )
                 if plugin
@@ -1215,10 +1267,10 @@ class _Decoder:
         if config.sharing.mps is not None:
             if config.sharing.time_slicing is not None:
                 self.warn("sharing.timeSlicing", "ignored: 'mps' takes precedence over 'timeSlicing'")
-            if not config.sharing.mps.fail_requests_greater_than_one:
+            if not config.sharing.mps.fail_requests_greater_than_one and not self.has(_ALLOCATION_POLICY_ERA):
                 self.warn(
                     "sharing.mps.failRequestsGreaterThanOne",
-                    f"plugin {_NEWER_PLUGIN} forces this to true for MPS",
+                    f"plugin {self.plugin_version} forces this to true for MPS (0.20.0 honours false)",
                 )
 
 
@@ -1261,7 +1313,7 @@ class _FlagSpec:
 
 def _flag_specs(plugin_version: str) -> tuple[_FlagSpec, ...]:
     """The plugin's CLI flags that map onto the config file (cmd/nvidia-device-plugin/main.go per tag)."""
-    newer = plugin_version == _NEWER_PLUGIN
+    newer = _since(plugin_version, _MPS_ERA)
     specs = [
         _FlagSpec("migStrategy", "mig_strategy", "string", "none", ("mig-strategy",), ("MIG_STRATEGY",)),
         _FlagSpec(
@@ -1360,6 +1412,28 @@ def _flag_specs(plugin_version: str) -> tuple[_FlagSpec, ...]:
                 newer_only=True,
             ),
         ]
+    if _since(plugin_version, _ALLOCATION_POLICY_ERA):
+        specs += [
+            _FlagSpec(
+                "gdrcopyEnabled",
+                "gdrcopy_enabled",
+                "bool",
+                False,
+                ("gdrcopy-enabled",),
+                ("GDRCOPY_ENABLED",),
+                newer_only=True,
+            ),
+            _FlagSpec(
+                "sharedDevicesAllocationPolicy",
+                "shared_devices_allocation_policy",
+                "string",
+                "distributed",
+                ("shared-devices-allocation-policy",),
+                ("SHARED_DEVICES_ALLOCATION_POLICY",),
+                in_plugin=True,
+                newer_only=True,
+            ),
+        ]
     return tuple(specs)
 
 
@@ -1371,6 +1445,18 @@ _OTHER_CLI_FLAGS: dict[str, dict[str, str]] = {
         "kubelet-socket": "string",
         "imex-channel-ids": "string",
         "imex-required": "bool",
+        "help": "bool",
+        "h": "bool",
+        "version": "bool",
+        "v": "bool",
+    },
+    "0.20.0": {
+        "config-file": "string",
+        "kubelet-socket": "string",
+        "imex-channel-ids": "string",
+        "imex-required": "bool",
+        "cdi-feature-flags": "string",
+        "cdi-disable-hooks": "string",
         "help": "bool",
         "h": "bool",
         "version": "bool",
@@ -1522,7 +1608,7 @@ def _resolve_flags(
     """The effective flags and the names of the flags whose value came from an override."""
     _check_plugin_version(plugin_version)
     normalised = _normalise_overrides(overrides or {}, plugin_version)
-    if chart_supplies_mps_root and plugin_version == _NEWER_PLUGIN:
+    if chart_supplies_mps_root and _since(plugin_version, _MPS_ERA):
         normalised.setdefault("mpsRoot", CHART_MPS_ROOT)
     plugin_flags = config.flags.plugin or PluginFlags()
     values: dict[str, object] = {}
@@ -1537,7 +1623,7 @@ def _resolve_flags(
                 )
         else:
             values[spec.attribute] = spec.default if file_value is None else file_value
-    if plugin_version == _NEWER_PLUGIN and not values["nvidia_dev_root"]:
+    if _since(plugin_version, _MPS_ERA) and not values["nvidia_dev_root"]:
         values["nvidia_dev_root"] = values["nvidia_driver_root"]
     values["overridden"] = tuple(replaced)
     return EffectiveFlags.model_validate(values), frozenset(normalised)
@@ -1562,7 +1648,12 @@ def _check_flags(
             )
     if flags.device_id_strategy not in DEVICE_ID_STRATEGIES:
         raise fail("deviceIDStrategy", f"invalid --device-id-strategy option: {flags.device_id_strategy}")
-    if plugin_version != _NEWER_PLUGIN:
+    policy = flags.shared_devices_allocation_policy
+    if policy is not None and policy not in SHARED_DEVICES_ALLOCATION_POLICIES:
+        raise fail(
+            "sharedDevicesAllocationPolicy", f"invalid --shared-devices-allocation-policy option: {policy}"
+        )
+    if not _since(plugin_version, _MPS_ERA):
         if flags.mig_strategy not in MIG_STRATEGIES:
             raise fail("migStrategy", f"unknown strategy: {flags.mig_strategy}")
         return
@@ -1603,11 +1694,15 @@ def parse(
 ) -> ParseResult:
     """Parse and validate a config file as plugin `plugin_version` does at start-up, with no CLI flags or
     env vars unless `overrides` says otherwise (they can make a file valid: MIG_STRATEGY=single rescues
-    `migStrategy: bogus`). Raises DevicePluginConfigError exactly when the plugin would refuse to start."""
+    `migStrategy: bogus`). Raises DevicePluginConfigError exactly when the plugin would refuse to start,
+    and YamlTooDeepError (no verdict) for nesting deeper than this checker follows."""
     _check_plugin_version(plugin_version)
-    document = _load_first_document(text)
-    decoder = _Decoder(plugin_version)
-    config = decoder.config(_to_json_values(document, ""))
+    try:
+        document = _load_first_document(text)
+        decoder = _Decoder(plugin_version)
+        config = decoder.config(_to_json_values(document, ""))
+    except RecursionError:  # JSON input, or our own walks, deeper than Python follows
+        raise YamlTooDeepError() from None
     flags, overridden = _resolve_flags(config, overrides, plugin_version, chart_supplies_mps_root)
     _check_flags(config, flags, plugin_version, overridden)
     return ParseResult(
@@ -1650,11 +1745,13 @@ def _render_replicated(replicated: ReplicatedResources) -> dict[str, object]:
         if resource.rename is not None:
             entry["rename"] = resource.rename
         resources.append(entry)
-    return {
-        "renameByDefault": replicated.rename_by_default,
-        "failRequestsGreaterThanOne": replicated.fail_requests_greater_than_one,
-        "resources": resources,
-    }
+    return _set_fields(
+        [
+            ("renameByDefault", replicated.rename_by_default),
+            ("failRequestsGreaterThanOne", replicated.fail_requests_greater_than_one),
+            ("resources", resources),
+        ]
+    )
 
 
 def _set_fields(pairs: Iterable[tuple[str, object]]) -> dict[str, object]:
@@ -1683,6 +1780,7 @@ def render(config: DevicePluginConfig) -> str:
                 ("cdiAnnotationPrefix", plugin.cdi_annotation_prefix),
                 ("nvidiaCTKPath", plugin.nvidia_ctk_path),
                 ("containerDriverRoot", plugin.container_driver_root),
+                ("sharedDevicesAllocationPolicy", plugin.shared_devices_allocation_policy),
             ]
         )
         if plugin
@@ -1711,6 +1809,7 @@ def render(config: DevicePluginConfig) -> str:
             ("mpsRoot", flags.mps_root),
             ("nvidiaDriverRoot", flags.nvidia_driver_root),
             ("nvidiaDevRoot", flags.nvidia_dev_root),
+            ("gdrcopyEnabled", flags.gdrcopy_enabled),
             ("gdsEnabled", flags.gds_enabled),
             ("mofedEnabled", flags.mofed_enabled),
             ("useNodeFeatureAPI", flags.use_node_feature_api),

@@ -100,9 +100,15 @@ def creation_order(gpu: GpuModel, counts: Mapping[str, int]) -> list[str]:
     return [p.name for p in sorted((by_name[p.profile] for p in layout.placements), key=_creation_order)]
 
 
-def create_instances_command(gpu: GpuModel, counts: Mapping[str, int]) -> str:
-    """The `nvidia-smi` command that creates the layout (GPU instances plus default compute instances)."""
-    return "nvidia-smi mig -cgi " + ",".join(creation_order(gpu, counts)) + " -C"
+def creation_orders(gpu: GpuModel, counts: Mapping[str, int]) -> list[list[str]]:
+    """The orders worth trying, first `creation_order`, then the layout's own placements from the lowest
+    memory slice up. `nvidia-smi mig -cgi` lets the driver choose each instance's placement, and which
+    one it chooses is not documented: 6 x 1g.12gb + 1g.24gb on H20 fits only with the 1g.24gb at slice 6,
+    which a driver taking the lowest free slice gives only when the 1g.12gb are created first. NVIDIA's
+    MIG manager likewise tries orderings until one applies."""
+    layout = fit_layout(gpu, counts)
+    orders = [creation_order(gpu, counts), [p.profile for p in layout.placements]]
+    return [order for i, order in enumerate(orders) if order not in orders[:i]]
 
 
 # --- checks -------------------------------------------------------------------------------------------

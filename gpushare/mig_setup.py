@@ -19,7 +19,7 @@ from importlib import resources
 
 from gpushare import mig_parted
 from gpushare.catalog import GpuModel
-from gpushare.mig_geometry import creation_order
+from gpushare.mig_geometry import creation_orders
 from gpushare.mig_parted import MigConfigEntry, MigPartedConfig
 
 UNIT_NAME = "gpushare-mig.service"
@@ -40,9 +40,12 @@ def _node_file(name: str) -> str:
 
 
 def mig_env(gpu: GpuModel, layout: Mapping[str, int], config_name: str) -> str:
+    orders = creation_orders(gpu, layout)
     values = {
         "MIG_CONFIG_NAME": config_name,
-        "MIG_PROFILES": ",".join(creation_order(gpu, layout)),
+        "MIG_PROFILES": ",".join(orders[0]),
+        # Every order to try, one after the other (the driver picks placements itself).
+        "MIG_PROFILE_ORDERS": " ".join(",".join(order) for order in orders),
         "DRIVER_WAIT_ATTEMPTS": str(DRIVER_WAIT_ATTEMPTS),
         "DRIVER_WAIT_SECONDS": str(DRIVER_WAIT_SECONDS),
     }

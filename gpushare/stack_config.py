@@ -145,7 +145,7 @@ _NOT_OPERATOR_KEYS = ("version", "image", "chart_repository", "namespace", "gfd_
 
 class DevicePlugin(_Model):
     mode: Literal["daemonsets", "helm", "gpu-operator"] = "daemonsets"
-    version: Literal["0.14.5", "0.17.1"] | None = None
+    version: Literal["0.14.5", "0.17.1", "0.20.0"] | None = None
     image: str | None = None
     chart_repository: str = Field(default=DEFAULT_CHART_REPOSITORY, alias="chartRepository")
     namespace: str = "nvidia-device-plugin"

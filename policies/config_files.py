@@ -45,14 +45,18 @@ def parse_version(value: str | None) -> tuple[int, int, int] | None:
 
 
 def modelled_plugin_version(version: tuple[int, int, int] | None, default: str) -> str:
-    """The plugin version whose rules `device_plugin_config` applies: the exact tag when it is one of the
-    two modelled, else the nearest (the config API changed shape at 0.15)."""
+    """The plugin version whose rules `device_plugin_config` applies: the exact tag when it is modelled, else
+    the newest modelled one before it on the same side of 0.15 (the config API changed shape there), else the
+    oldest modelled one after 0.15."""
     if version is None:
         return default
-    exact = ".".join(map(str, version))
-    if exact in device_plugin_config.PLUGIN_VERSIONS:
-        return exact
-    return DEFAULT_PLUGIN_VERSION if version < RESTRUCTURED_IN else NEWEST_PLUGIN_VERSION
+    if version < RESTRUCTURED_IN:
+        return DEFAULT_PLUGIN_VERSION
+    restructured = [
+        v for v in device_plugin_config.PLUGIN_VERSIONS if (parse_version(v) or (0, 0, 0)) >= RESTRUCTURED_IN
+    ]
+    earlier = [v for v in restructured if (parse_version(v) or (0, 0, 0)) <= version]
+    return earlier[-1] if earlier else restructured[0]
 
 
 def image_version(image: str | None) -> tuple[int, int, int] | None:

@@ -27,7 +27,7 @@ from gpushare.device_plugin_config import DevicePluginConfigError, FlagOverride
 from gpushare.errors import GpushareError
 from gpushare.plan import FALLBACK_KEY
 from gpushare.plugin_configs import config_checksum
-from policies.config_files import NEWEST_PLUGIN_VERSION, ConfigSource, read_plugin_config
+from policies.config_files import ConfigSource, read_plugin_config
 from policies.props import UNKNOWN, items, resource_of, text
 from policies.reporting import report_once
 from policies.stack_view import StackView, view_of
@@ -53,7 +53,6 @@ def _refusal(
     version: str,
     overrides: dict[str, object],
     *,
-    chart: bool,
     reader: str | None,
 ) -> str | None:
     try:
@@ -61,7 +60,6 @@ def _refusal(
             source.data[key],
             version,
             overrides=overrides,
-            chart_supplies_mps_root=chart and version == NEWEST_PLUGIN_VERSION,
         )
     except DevicePluginConfigError as err:
         read_by = f" as read by {reader}" if reader else ""
@@ -98,7 +96,6 @@ def _check_configs_valid(args: StackValidationArgs, report_violation: ReportViol
                     reference.key,
                     daemon_set.plugin_version,
                     overrides,
-                    chart=False,
                     reader=daemon_set.label,
                 ),
                 source.resource.urn,
@@ -110,9 +107,7 @@ def _check_configs_valid(args: StackValidationArgs, report_violation: ReportViol
         for key in source.data:  # the chart treats every key as a config file
             validated.add((source.resource.urn, key))
             report(
-                _refusal(
-                    source, key, plugin.plugin_version, plugin.overrides(), chart=True, reader=plugin.label
-                ),
+                _refusal(source, key, plugin.plugin_version, plugin.overrides(), reader=plugin.label),
                 source.resource.urn,
             )
     for source in view.config_sources:
@@ -122,7 +117,7 @@ def _check_configs_valid(args: StackValidationArgs, report_violation: ReportViol
                 continue
             for version in sorted(versions):
                 report(
-                    _refusal(source, key, version, dict(source.overrides), chart=False, reader=None),
+                    _refusal(source, key, version, dict(source.overrides), reader=None),
                     source.resource.urn,
                 )
 

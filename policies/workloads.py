@@ -488,8 +488,10 @@ _HELM_FLAG_VALUES: Final = {
     "gdsEnabled": "bool",
     "mofedEnabled": "bool",
     "deviceDiscoveryStrategy": "string",
+    "gdrcopyEnabled": "bool",
 }
-_NEWER_ONLY_HELM_FLAGS: Final = frozenset({"deviceDiscoveryStrategy"})
+# Values the chart passes only from the plugin release that has the flag on.
+_HELM_FLAG_SINCE: Final = {"deviceDiscoveryStrategy": "0.17.1", "gdrcopyEnabled": "0.20.0"}
 
 
 @dataclass(frozen=True)
@@ -592,8 +594,9 @@ class HelmPlugin:
             return overrides
         for name, kind in _HELM_FLAG_VALUES.items():
             value = self.values.get(name)
+            since = _HELM_FLAG_SINCE.get(name)
             if value is None or (
-                name in _NEWER_ONLY_HELM_FLAGS and self.plugin_version != NEWEST_PLUGIN_VERSION
+                since and not device_plugin_config.version_at_least(self.plugin_version, since)
             ):
                 continue
             if kind == "bool":
@@ -606,6 +609,9 @@ class HelmPlugin:
                 overrides[name] = value
         if boolean(self.values.get("compatWithCPUManager")):
             overrides["passDeviceSpecs"] = True
+        if self.has_default_affinity:  # the restructured chart (0.15+) always sets MPS_ROOT from `mps.root`
+            root = dig(self.values, "mps", "root")
+            overrides["mpsRoot"] = root if isinstance(root, str) else device_plugin_config.CHART_MPS_ROOT
         return overrides
 
     def config_map_name(self) -> str | None:

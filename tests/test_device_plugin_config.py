@@ -27,7 +27,7 @@ from gpushare.device_plugin_config import (
 from gpushare.errors import GpushareError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "device_plugin"
-OLD, NEW = PLUGIN_VERSIONS
+OLD, NEW, LATEST = PLUGIN_VERSIONS
 
 SEED_CONFIGMAP_TEMPLATE = """version: v1
 flags:
@@ -557,7 +557,135 @@ def test_device_discovery_strategy(strategy: str, valid: bool) -> None:
 def test_0_17_1_keys_are_ignored_by_0_14_5_with_a_warning(text: str, warned_path: str) -> None:
     result = parse(text, OLD)
     assert result.config.sharing.mps is None and result.config.imex == dpc.Imex()
-    assert any(w.startswith(f"{warned_path}: only plugin 0.17.1 understands") for w in result.warnings)
+    assert any(
+        w.startswith(f"{warned_path}: '") and w.endswith("' needs plugin 0.17.1 or later; 0.14.5 ignores it")
+        for w in result.warnings
+    )
+
+
+# --- what 0.20.0 changed from 0.17.1 (read in `git diff v0.17.1 v0.20.0`, confirmed by the recorded runs) ---
+
+POLICY = "flags:\n  plugin:\n    sharedDevicesAllocationPolicy: {}\n"
+
+
+@pytest.mark.parametrize("policy", ["distributed", "packed"])
+def test_0_20_0_allocation_policies(policy: str) -> None:
+    assert parse(POLICY.format(policy), LATEST).effective_flags.shared_devices_allocation_policy == policy
+
+
+def test_0_20_0_allocation_policy_defaults_to_distributed() -> None:
+    # The CLI default of --shared-devices-allocation-policy; a `null` in the file leaves the flag unset too.
+    assert parse("version: v1\n", LATEST).effective_flags.shared_devices_allocation_policy == "distributed"
+    assert parse(POLICY.format("~"), LATEST).effective_flags.shared_devices_allocation_policy == "distributed"
+    assert parse("version: v1\n", NEW).effective_flags.shared_devices_allocation_policy is None
+
+
+@pytest.mark.parametrize("policy", ["Packed", "''", "spread"])
+def test_0_20_0_refuses_other_allocation_policies(policy: str) -> None:
+    error = rejection(POLICY.format(policy), LATEST)
+    shown = "" if policy == "''" else policy
+    assert (error.path, error.reason) == (
+        "flags.plugin.sharedDevicesAllocationPolicy",
+        f"invalid --shared-devices-allocation-policy option: {shown}",
+    )
+
+
+def test_0_20_0_allocation_policy_must_be_a_string() -> None:
+    error = rejection(POLICY.format("5"), LATEST)
+    assert (error.path, error.reason) == (
+        "flags.plugin.sharedDevicesAllocationPolicy",
+        "json: cannot unmarshal number into Go value of type string",
+    )
+
+
+def test_allocation_policy_from_the_environment() -> None:
+    overrides = flag_overrides((), {"SHARED_DEVICES_ALLOCATION_POLICY": "packed"}, LATEST)
+    result = parse(POLICY.format("distributed"), LATEST, overrides=overrides)
+    assert result.effective_flags.shared_devices_allocation_policy == "packed"
+    error = rejection("version: v1\n", LATEST, overrides={"plugin.sharedDevicesAllocationPolicy": "x"})
+    assert (
+        error.reason == "invalid --shared-devices-allocation-policy option: x (value from a CLI/env override)"
+    )
+
+
+def test_gdrcopy_enabled_is_a_0_20_0_flag() -> None:
+    assert parse("version: v1\n", LATEST).effective_flags.gdrcopy_enabled is False
+    assert parse("flags:\n  gdrcopyEnabled: true\n", LATEST).effective_flags.gdrcopy_enabled is True
+    assert flag_overrides(["--gdrcopy-enabled"], {}, LATEST) == {"gdrcopyEnabled": True}
+    error = rejection("flags:\n  gdrcopyEnabled: 'yes'\n", LATEST)
+    assert (error.path, error.reason) == (
+        "flags.gdrcopyEnabled",
+        "json: cannot unmarshal string into Go value of type bool",
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "warned_path", "key"),
+    [
+        ("flags:\n  gdrcopyEnabled: 'yes'\n", "flags.gdrcopyEnabled", "gdrcopyEnabled"),
+        (
+            POLICY.format("bogus"),
+            "flags.plugin.sharedDevicesAllocationPolicy",
+            "sharedDevicesAllocationPolicy",
+        ),
+    ],
+)
+@pytest.mark.parametrize("plugin_version", [OLD, NEW])
+def test_0_20_0_keys_are_ignored_before_0_20_0(
+    text: str, warned_path: str, key: str, plugin_version: str
+) -> None:
+    result = parse(text, plugin_version)
+    assert (
+        f"{warned_path}: '{key}' needs plugin 0.20.0 or later; {plugin_version} ignores it" in result.warnings
+    )
+
+
+MPS_ROOTED = MPS.replace("version: v1\n", "version: v1\nflags:\n  mpsRoot: /run/nvidia/mps\n")
+
+
+@pytest.mark.parametrize(
+    ("option", "plugin_version", "stored"),
+    [
+        # 0.17.1 stores what the file says (absent: false) and forces true at start-up (upstream_view below).
+        ("", NEW, False),
+        ("    failRequestsGreaterThanOne: false\n", NEW, False),
+        # 0.20.0: a pointer that NewConfig sets to true only when the file leaves it unset.
+        ("", LATEST, True),
+        ("    failRequestsGreaterThanOne: ~\n", LATEST, True),
+        ("    failRequestsGreaterThanOne: false\n", LATEST, False),
+        ("    failRequestsGreaterThanOne: true\n", LATEST, True),
+    ],
+)
+def test_mps_fail_requests_greater_than_one(option: str, plugin_version: str, stored: bool) -> None:
+    text = MPS_ROOTED.replace("  mps:\n", "  mps:\n" + option)
+    mps = parse(text, plugin_version).config.sharing.mps
+    assert mps is not None and mps.fail_requests_greater_than_one is stored
+
+
+def test_0_20_0_time_slicing_leaves_fail_requests_greater_than_one_unset() -> None:
+    section = parse(one_resource("name: gpu\nreplicas: 2"), LATEST).config.sharing.time_slicing
+    assert section is not None and section.fail_requests_greater_than_one is None
+    section = parse(one_resource("name: gpu\nreplicas: 2"), NEW).config.sharing.time_slicing
+    assert section is not None and section.fail_requests_greater_than_one is False
+
+
+def test_infinite_durations_from_0_20_0() -> None:
+    text = "flags:\n  gfd:\n    sleepInterval: infinite\n"
+    gfd = parse(text, LATEST).config.flags.gfd
+    assert gfd is not None and gfd.sleep_interval_ns == 2**63 - 1  # Go's math.MaxInt64
+    for plugin_version in (OLD, NEW):
+        error = rejection(text, plugin_version)
+        assert (error.path, error.reason) == ("flags.gfd.sleepInterval", 'time: invalid duration "infinite"')
+
+
+def test_render_round_trips_0_20_0_fields() -> None:
+    source = (
+        "version: v1\nflags:\n  gdrcopyEnabled: true\n  plugin:\n    sharedDevicesAllocationPolicy: packed\n"
+        "  gfd:\n    sleepInterval: infinite\n"
+        "sharing:\n  timeSlicing:\n    resources:\n    - name: gpu\n      replicas: 4\n"
+    )
+    config = parse(source, LATEST).config
+    assert parse(render(config), LATEST).config == config
 
 
 # --- A.2 defaults and overrides ------------------------------------------------------------------------
@@ -580,6 +708,8 @@ def test_defaults_after_parsing() -> None:
         "mps_root": None,
         "nvidia_dev_root": None,
         "device_discovery_strategy": None,
+        "gdrcopy_enabled": None,
+        "shared_devices_allocation_policy": None,
     }
     newer = parse("version: v1\nflags:\n  nvidiaDriverRoot: /run/nvidia/driver\n", NEW).effective_flags
     assert (newer.mps_root, newer.nvidia_dev_root, newer.device_discovery_strategy) == (
@@ -688,7 +818,8 @@ def test_mps_wins_over_time_slicing_in_0_17_1() -> None:
     result = parse(text, NEW, chart_supplies_mps_root=True)
     assert "sharing.timeSlicing: ignored: 'mps' takes precedence over 'timeSlicing'" in result.warnings
     assert (
-        "sharing.mps.failRequestsGreaterThanOne: plugin 0.17.1 forces this to true for MPS" in result.warnings
+        "sharing.mps.failRequestsGreaterThanOne: plugin 0.17.1 forces this to true for MPS (0.20.0 honours false)"
+        in result.warnings
     )
     assert [r.sharing_strategy for r in advertised_resources(result.config)] == ["mps"]
 
@@ -863,6 +994,7 @@ UPSTREAM_VECTORS: list[dict[str, Any]] = json.loads((FIXTURES / "upstream_vector
 def upstream_view(result: dpc.ParseResult) -> dict[str, Any]:
     """Our result in the shape the upstream vectors record the plugin's final config."""
     flags, config = result.effective_flags, result.config
+    pointer_era = dpc.version_at_least(result.plugin_version, "0.20.0")
     view: dict[str, Any] = {
         "migStrategy": flags.mig_strategy,
         "failOnInitError": flags.fail_on_init_error,
@@ -875,12 +1007,16 @@ def upstream_view(result: dpc.ParseResult) -> dict[str, Any]:
         "deviceDiscoveryStrategy": flags.device_discovery_strategy,
         "imexChannelIDs": list(config.imex.channel_ids),
     }
+    if pointer_era:
+        view["sharedDevicesAllocationPolicy"] = flags.shared_devices_allocation_policy
+        view["gdrcopyEnabled"] = flags.gdrcopy_enabled
     for key, section in (("timeSlicing", config.sharing.time_slicing), ("mps", config.sharing.mps)):
         if section is not None:
             view[key] = {
                 "renameByDefault": section.rename_by_default,
+                # 0.17.1 forces true for MPS; from 0.20.0 the stored (pointer) value is what runs.
                 "failRequestsGreaterThanOne": True
-                if key == "mps"
+                if key == "mps" and not pointer_era
                 else section.fail_requests_greater_than_one,
                 "resources": [
                     [
@@ -901,8 +1037,15 @@ def normalised_upstream_error(error: str) -> str:
     return error.replace("Unsupported map key", "unsupported map key")
 
 
-@pytest.mark.parametrize("plugin_version", PLUGIN_VERSIONS)
-@pytest.mark.parametrize("vector", UPSTREAM_VECTORS, ids=[f"v{i:03d}" for i in range(len(UPSTREAM_VECTORS))])
+RECORDED_RUNS = [
+    pytest.param(vector, plugin_version, id=f"v{index:03d}-{plugin_version}")
+    for index, vector in enumerate(UPSTREAM_VECTORS)
+    for plugin_version in PLUGIN_VERSIONS
+    if plugin_version in vector["upstream"]
+]
+
+
+@pytest.mark.parametrize(("vector", "plugin_version"), RECORDED_RUNS)
 def test_agrees_with_recorded_upstream_runs(vector: dict[str, Any], plugin_version: str) -> None:
     expected = vector["upstream"][plugin_version]
     overrides = flag_overrides((), vector["env"], plugin_version) if vector["env"] else None

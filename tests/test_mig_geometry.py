@@ -12,8 +12,8 @@ from gpushare.mig_geometry import (
     MigLayout,
     MigLayoutError,
     Placement,
-    create_instances_command,
     creation_order,
+    creation_orders,
     fit_layout,
 )
 
@@ -55,10 +55,7 @@ def test_h20_seven_1g_12gb_fit_and_give_the_seed_command() -> None:
     assert starts(layout) == [("1g.12gb", s) for s in range(7)]
     assert layout.counts() == {"1g.12gb": 7}
     assert (layout.instances, layout.used_compute_slices, layout.used_memory_slices) == (7, 7, 7)
-    assert (
-        create_instances_command(H20, {"1g.12gb": 7})
-        == "nvidia-smi mig -cgi " + ",".join(["1g.12gb"] * 7) + " -C"
-    )
+    assert creation_order(H20, {"1g.12gb": 7}) == ["1g.12gb"] * 7
 
 
 def test_h20_balanced_layout_needs_backtracking_and_uses_every_slice() -> None:
@@ -144,7 +141,7 @@ def test_t4_does_not_support_mig() -> None:
     with pytest.raises(MigLayoutError, match=r"^T4 does not support MIG$"):
         fit_layout(gpu("T4"), {"1g.5gb": 1})
     with pytest.raises(MigLayoutError, match=r"^T4 does not support MIG$"):
-        create_instances_command(gpu("T4"), {"1g.5gb": 1})
+        creation_order(gpu("T4"), {"1g.5gb": 1})
 
 
 def test_empty_layout_is_an_error() -> None:
@@ -191,17 +188,31 @@ def test_a100_40gb_mixed_command_creates_3g_first_then_larger_before_smaller() -
     counts = {"1g.5gb": 1, "2g.10gb": 1, "3g.20gb": 1}
     # Names, not IDs (`-cgi` takes both; H20's IDs are inferred). The ID order was 9,14,19 / 9,5 / 5,14,19 /
     # 14,14,14,19 / 15,19,19 (ID 9 = 3g, 5 = 4g, 14 = 2g, 15 = 1g.24gb, 19 = the smallest 1g).
-    assert create_instances_command(A100_40, counts) == "nvidia-smi mig -cgi 3g.20gb,2g.10gb,1g.5gb -C"
-    assert (
-        create_instances_command(H20, {"4g.48gb": 1, "3g.48gb": 1})
-        == "nvidia-smi mig -cgi 3g.48gb,4g.48gb -C"
-    )
-    assert (
-        create_instances_command(H20, {"1g.12gb": 1, "2g.24gb": 1, "4g.48gb": 1})
-        == "nvidia-smi mig -cgi 4g.48gb,2g.24gb,1g.12gb -C"
-    )
+    assert creation_order(A100_40, counts) == ["3g.20gb", "2g.10gb", "1g.5gb"]
+    assert creation_order(H20, {"4g.48gb": 1, "3g.48gb": 1}) == ["3g.48gb", "4g.48gb"]
+    assert creation_order(H20, {"1g.12gb": 1, "2g.24gb": 1, "4g.48gb": 1}) == [
+        "4g.48gb",
+        "2g.24gb",
+        "1g.12gb",
+    ]
     assert creation_order(H20, {"1g.12gb": 1, "2g.24gb": 3}) == ["2g.24gb", "2g.24gb", "2g.24gb", "1g.12gb"]
     assert creation_order(H20, {"1g.12gb": 2, "1g.24gb": 1}) == ["1g.24gb", "1g.12gb", "1g.12gb"]
+
+
+def test_creation_orders_add_the_layouts_own_placements_from_slice_0_up() -> None:
+    # H20 1g.12gb starts at slices 0-6, 1g.24gb (2 slices) at 0, 2, 4, 6: six 1g.12gb leave only 6-7 for
+    # the 1g.24gb, so a driver that takes the lowest free slice needs the six created first.
+    assert creation_orders(H20, {"1g.12gb": 6, "1g.24gb": 1}) == [
+        ["1g.24gb"] + ["1g.12gb"] * 6,
+        ["1g.12gb"] * 6 + ["1g.24gb"],
+    ]
+    # A100-40GB: 4g.20gb only at slice 0, 3g.20gb at 0 or 4: the guide's 3g-first order, then 4g at 0.
+    assert creation_orders(A100_40, {"3g.20gb": 1, "4g.20gb": 1}) == [
+        ["3g.20gb", "4g.20gb"],
+        ["4g.20gb", "3g.20gb"],
+    ]
+    # One profile: one order, never the same order twice.
+    assert creation_orders(H20, {"1g.12gb": 7}) == [["1g.12gb"] * 7]
 
 
 def test_a30_4g_24gb_alone_fits_and_nothing_fits_next_to_it() -> None:
@@ -209,7 +220,7 @@ def test_a30_4g_24gb_alone_fits_and_nothing_fits_next_to_it() -> None:
 
     assert starts(layout) == [("4g.24gb", 0)]
     assert (layout.used_compute_slices, layout.used_memory_slices) == (4, 4)
-    assert create_instances_command(A30, {"4g.24gb": 1}) == "nvidia-smi mig -cgi 4g.24gb -C"
+    assert creation_order(A30, {"4g.24gb": 1}) == ["4g.24gb"]
     with pytest.raises(MigLayoutError, match=r"^1g\.6gb: needs 1 compute slice, only 0 of 4 left$"):
         fit_layout(A30, {"4g.24gb": 1, "1g.6gb": 1})
 
@@ -259,9 +270,9 @@ def test_fit_layout_is_deterministic_and_independent_of_input_order() -> None:
     assert first == second
 
 
-def test_create_instances_command_validates_first() -> None:
+def test_creation_order_validates_first() -> None:
     with pytest.raises(MigLayoutError, match=r"unknown profile 3g\.47gb"):
-        create_instances_command(H20, {"3g.47gb": 2})
+        creation_order(H20, {"3g.47gb": 2})
 
 
 def test_layout_helpers_from_hand_built_placements() -> None:

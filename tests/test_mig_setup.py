@@ -273,3 +273,38 @@ def test_a_pending_mig_mode_without_reset_reboots_once_and_never_loops(node: Nod
     assert third.returncode == 0, third.stdout + third.stderr
     assert node.instances() == ["1g.12gb"] * 7
     assert not node.marker.exists()
+
+
+def test_an_order_the_driver_cannot_place_is_destroyed_and_the_next_tried(node: Node) -> None:
+    # advise's 7-instance H20 layout: 1g.24gb first (the larger-first order), or the six 1g.12gb first.
+    layout = {"1g.12gb": 6, "1g.24gb": 1}
+    larger_first = ",".join(["1g.24gb"] + ["1g.12gb"] * 6)
+    placements_first = ",".join(["1g.12gb"] * 6 + ["1g.24gb"])
+    node.install(layout)
+    node.set("unplaceable", larger_first + "\n")
+    done = node.boot()
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert mig_calls(node.calls()) == [
+        "nvidia-smi -i 0 -mig 1",
+        "nvidia-smi mig -i 0 -dci",
+        "nvidia-smi mig -i 0 -dgi",
+        f"nvidia-smi mig -i 0 -cgi {larger_first} -C",
+        "nvidia-smi mig -i 0 -dci",  # the half-made first try goes before the second
+        "nvidia-smi mig -i 0 -dgi",
+        f"nvidia-smi mig -i 0 -cgi {placements_first} -C",
+    ]
+    assert sorted(node.instances()) == sorted(placements_first.split(","))
+    assert f"the driver could not place {larger_first}" in done.stdout
+
+
+def test_a_layout_no_order_places_fails_and_leaves_no_half_made_layout(node: Node) -> None:
+    layout = {"1g.12gb": 6, "1g.24gb": 1}
+    node.install(layout)
+    node.set(
+        "unplaceable",
+        ",".join(["1g.24gb"] + ["1g.12gb"] * 6) + "\n" + ",".join(["1g.12gb"] * 6 + ["1g.24gb"]) + "\n",
+    )
+    done = node.boot()
+    assert done.returncode != 0
+    assert node.instances() == []
+    assert "no order of" in done.stdout

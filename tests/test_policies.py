@@ -50,7 +50,9 @@ from gpushare.resource_types import (
 from gpushare.stack_config import DEFAULT_CHART_REPOSITORY, StackConfig, load_stack_file
 from offline.mock_run import Mocks, is_unknown, load_stack_config, run_program
 from policies import rules
-from policies.props import SECRET_SIGNATURE, SECRET_SIGNATURE_KEY
+from policies.config_files import modelled_plugin_version
+from policies.props import SECRET_SIGNATURE, SECRET_SIGNATURE_KEY, Resource
+from policies.workloads import NFD_NVIDIA_PCI_LABEL, helm_plugin
 
 SEED_MISTAKES = FIXTURES / "policies" / "seed_mistakes.yaml"
 OPTIONS = PolicyResourceOptions(False, [], None, [], PolicyCustomTimeouts(0, 0, 0), [], None)
@@ -728,6 +730,56 @@ def test_helm_configs_are_validated_with_the_chart_version_and_its_values(
     assert messages and all("(value from a CLI/env override)" in m for m in messages)
 
 
+MPS_CONFIG = "version: v1\nsharing:\n  mps:\n    resources:\n    - name: gpu\n      replicas: 3\n"
+
+
+def test_helm_configs_are_judged_with_the_charts_mps_root(
+    staging: Program, use_stack: Callable[..., None]
+) -> None:
+    # The 0.15+ chart sets MPS_ROOT={{ .Values.mps.root }} (default /run/nvidia/mps) in every plugin pod, so an
+    # MPS config without `flags.mpsRoot` starts there, and only there.
+    use_stack("staging")
+    release = copy.deepcopy(staging.get("gpushare-device-plugin-release"))
+    release.props["values"]["config"]["map"]["mps"] = MPS_CONFIG
+    assert messages_of("device-plugin-config-valid", [release]) == []
+    release.props["values"]["mps"] = {"root": ""}
+    (message,) = messages_of("device-plugin-config-valid", [release])
+    assert 'key "mps"' in message and "using MPS requires --mps-root to be specified" in message
+
+
+@pytest.mark.parametrize(("chart_version", "refused"), [("0.17.1", False), ("0.20.0", True)])
+def test_helm_configs_follow_the_chart_version_to_0_20_0(
+    staging: Program, use_stack: Callable[..., None], chart_version: str, refused: bool
+) -> None:
+    use_stack("staging")
+    release = copy.deepcopy(staging.get("gpushare-device-plugin-release"))
+    release.props["version"] = chart_version
+    policy = "version: v1\nflags:\n  plugin:\n    sharedDevicesAllocationPolicy: spread\n"
+    release.props["values"]["config"]["map"]["policy"] = policy
+    messages = messages_of("device-plugin-config-valid", [release])
+    assert bool(messages) is refused
+    if refused:
+        assert "device plugin 0.20.0 refuses it" in messages[0] and "allocation-policy" in messages[0]
+
+
+@pytest.mark.parametrize(
+    ("version", "modelled"),
+    [
+        ((0, 14, 5), "0.14.5"),
+        ((0, 13, 0), "0.14.5"),
+        ((0, 15, 0), "0.17.1"),  # restructured, and no modelled release before it on that side
+        ((0, 17, 1), "0.17.1"),
+        ((0, 18, 2), "0.17.1"),
+        ((0, 20, 0), "0.20.0"),
+        ((0, 21, 0), "0.20.0"),
+    ],
+)
+def test_plugin_versions_are_checked_with_the_nearest_earlier_modelled_release(
+    version: tuple[int, int, int], modelled: str
+) -> None:
+    assert modelled_plugin_version(version, "0.14.5") == modelled
+
+
 def test_a_directory_config_file_is_refused(prod: Program) -> None:
     assert messages_of("config-file-not-directory", prod.resources) == []
     plugin = copy.deepcopy(prod.get("gpushare-plugins-l20"))
@@ -1178,3 +1230,23 @@ def test_tag_only_plugin_images_are_advised_and_digests_pass(prod: Program) -> N
         assert messages_of("plugin-image-pinned", [pinned]) == []
     # TKE's DaemonSet patch sets no image: nothing of ours to pin.
     assert messages_of("plugin-image-pinned", [prod.get("gpushare-managed-plugin-patch")]) == []
+
+
+def test_the_operator_release_is_modelled_as_plugin_0_20_0_on_nfd_gpu_nodes() -> None:
+    release = Resource(
+        HELM_RELEASE,
+        "urn:pulumi:staging::gpushare::kubernetes:helm.sh/v3:Release::op",
+        "op",
+        {"chart": "gpu-operator", "version": "v26.7.0", "namespace": "gpu-operator", "values": {}},
+    )
+    plugin = helm_plugin(release)
+    assert plugin is not None and plugin.is_operator
+    assert plugin.plugin_version == "0.20.0"  # the chart's values.yaml devicePlugin.version
+    # Chart defaults: NFD on, mig.strategy `single` handed to the plugin as MIG_STRATEGY.
+    assert plugin.deploys_nfd and plugin.overrides() == {"migStrategy": "single"}
+    assert plugin.placement is not None
+    assert plugin.placement.lands_on({NFD_NVIDIA_PCI_LABEL: "true"})
+    assert not plugin.placement.lands_on(
+        {NFD_NVIDIA_PCI_LABEL: "true", "nvidia.com/gpu.deploy.device-plugin": "false"}
+    )
+    assert not plugin.placement.lands_on({})

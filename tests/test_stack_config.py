@@ -97,6 +97,14 @@ def test_gpu_operator_mig_config_names_mean_one_layout(stack_document: Any, writ
     assert load_stack_file(write_stack(doc, "twins")).pool("h20b").sharing.mode == "mig"
 
 
+def test_plugin_version_0_20_0_is_accepted(stack_document: Callable[[str], Doc], write_stack: Any) -> None:
+    doc = stack_document(HELM_MIG)
+    doc["config"]["gpushare:sharing"]["devicePlugin"]["version"] = "0.20.0"
+    stack = load_stack_file(write_stack(doc, "newer"))
+    assert stack.plugin.plugin_version == "0.20.0"
+    assert stack.plugin.plugin_image == "nvcr.io/nvidia/k8s-device-plugin:v0.20.0"
+
+
 def _error(write_stack: Callable[[Doc, str], Path], document: Doc) -> str:
     with pytest.raises(ConfigError) as caught:
         load_stack_file(write_stack(document, "bad"))

@@ -5,6 +5,8 @@
 # node pool's script installs it. Reads its layout from $GPUSHARE_MIG_ENV (written by that script):
 #   MIG_CONFIG_NAME       the layout's name (the node label nvidia.com/mig.config)
 #   MIG_PROFILES          GPU-instance profile NAMES, comma-separated, in creation order
+#   MIG_PROFILE_ORDERS    the same names in every order to try, space-separated (the driver places each
+#                         instance itself; an order it cannot place is destroyed and the next one tried)
 #   DRIVER_WAIT_ATTEMPTS  how often to look for the NVIDIA driver ...
 #   DRIVER_WAIT_SECONDS   ... and how long to wait in between
 # Idempotent: a GPU that already holds the layout is left alone. MIG mode that stays pending (a VM may
@@ -25,6 +27,7 @@ if ! . "$ENV_FILE"; then
   exit 1
 fi
 : "${MIG_CONFIG_NAME:?} ${MIG_PROFILES:?} ${DRIVER_WAIT_ATTEMPTS:?} ${DRIVER_WAIT_SECONDS:?}"
+MIG_PROFILE_ORDERS="${MIG_PROFILE_ORDERS:-$MIG_PROFILES}"
 
 driver_ready() {
   command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1
@@ -98,15 +101,25 @@ apply_layout() {
     log "GPU $gpu: layout $MIG_CONFIG_NAME already present ($have); nothing to do"
     return 0
   fi
-  log "GPU $gpu: creating layout $MIG_CONFIG_NAME ($MIG_PROFILES) in place of [${have:-no instances}]"
+  log "GPU $gpu: creating layout $MIG_CONFIG_NAME in place of [${have:-no instances}]"
+  local order
+  local -a orders
+  read -ra orders <<<"$MIG_PROFILE_ORDERS"
+  for order in "${orders[@]}"; do
+    nvidia-smi mig -i "$gpu" -dci >/dev/null 2>&1 || true
+    nvidia-smi mig -i "$gpu" -dgi >/dev/null 2>&1 || true
+    if nvidia-smi mig -i "$gpu" -cgi "$order" -C; then
+      log "GPU $gpu: created $order"
+      CREATED=1
+      return 0
+    fi
+    log "GPU $gpu: the driver could not place $order"
+  done
+  # Leave no half-made layout behind: the plugin would advertise it.
   nvidia-smi mig -i "$gpu" -dci >/dev/null 2>&1 || true
   nvidia-smi mig -i "$gpu" -dgi >/dev/null 2>&1 || true
-  if ! nvidia-smi mig -i "$gpu" -cgi "$MIG_PROFILES" -C; then
-    log "ERROR: GPU $gpu: creating $MIG_PROFILES failed"
-    return 1
-  fi
-  CREATED=1
-  return 0
+  log "ERROR: GPU $gpu: no order of $MIG_PROFILES could be placed"
+  return 1
 }
 
 main() {

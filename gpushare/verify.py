@@ -1,0 +1,78 @@
+"""`python -m gpushare verify --stack NAME`: check the live cluster against the stack, read-only.
+
+Loads the stack as `plan` and `render` do, derives the expected cluster from the same plan, reads the
+cluster (GET/LIST only) and prints a table or `--json`. Exit 0: conforming (warnings allowed); 1: at
+least one error finding; 2: cannot check (bad stack, no cluster, no permission to list nodes), with a
+one-line reason on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from gpushare.cluster_expectations import expected_cluster
+from gpushare.errors import GpushareError
+from gpushare.stack_config import load_stack_file, stack_file_name
+from gpushare.verify_checks import VerifyReport, run_checks
+
+EXIT_OK = 0
+EXIT_FINDINGS = 1
+EXIT_CANNOT_CHECK = 2
+
+
+def report_table(report: VerifyReport, server: str) -> str:
+    rows: list[tuple[str, ...]] = [("pool", "node", "resource", "planned", "allocatable")]
+    for pool in report.pools:
+        resources = ", ".join(pool.resources)
+        if not pool.nodes:
+            rows.append((pool.name, "(no nodes)", resources, "-", "-"))
+        for node in pool.nodes:
+            mark = "" if node.allocatable == node.expected_slots else "  <-"
+            rows.append(
+                (pool.name, node.name, resources, str(node.expected_slots), f"{node.allocatable}{mark}")
+            )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = [f"Stack {report.stack} against {server}", ""]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    lines.insert(3, "  ".join("-" * w for w in widths))
+    if report.findings:
+        lines.append("")
+        check_width = max(len(f.check) for f in report.findings)
+        for finding in report.findings:
+            lines.append(f"{finding.severity.upper():<7}  {finding.check:<{check_width}}  {finding.object}")
+            lines.append(f"         {finding.message}")
+    errors, warnings = len(report.errors), len(report.warnings)
+    verdict = "conforms to" if report.ok else "does NOT conform to"
+    lines.append("")
+    lines.append(
+        f"{errors} error{'' if errors == 1 else 's'}, {warnings} warning{'' if warnings == 1 else 's'}: "
+        f"the cluster {verdict} stack {report.stack}."
+    )
+    return "\n".join(lines) + "\n"
+
+
+def cmd_verify(args: argparse.Namespace, out: TextIO) -> int:
+    try:
+        stack = load_stack_file(Path(args.dir) / stack_file_name(args.stack), args.stack)
+        expected = expected_cluster(stack)
+        # The client is imported only here: every other command runs without it.
+        from gpushare.cluster_reader import api_client, read_snapshot
+
+        api = api_client(args.kubeconfig, args.context)
+        with api:
+            snapshot = read_snapshot(api, expected)
+            server = str(api.configuration.host)
+    except GpushareError as err:
+        sys.stderr.write(f"verify: cannot check: {err}\n")
+        return EXIT_CANNOT_CHECK
+    report = run_checks(expected, snapshot)
+    if args.json:
+        json.dump(report.as_json(), out, indent=2)
+        out.write("\n")
+    else:
+        out.write(report_table(report, server))
+    return EXIT_OK if report.ok else EXIT_FINDINGS

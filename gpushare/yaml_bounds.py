@@ -1,0 +1,138 @@
+"""Bounded YAML reading for the validators: the aliasing limit the Go tools apply, and nesting limits.
+
+NVIDIA's device plugin and mig-parted read YAML with go-yaml v2 (through sigs.k8s.io/yaml), which refuses
+a document whose decoding is mostly alias expansion ("document contains excessive aliasing", decode.go
+`allowedAliasRatio`) and an anchor whose value refers to itself. PyYAML shares aliased nodes instead of
+copying them, so it loads a 600-byte alias bomb instantly, but every later walk over the data (our decoders,
+JSON conversion) would then expand it exponentially. `load_first_document` composes the first document,
+counts decode steps exactly as go-yaml does, and refuses the same documents go-yaml refuses before anything
+walks them. Nesting deeper than Python's recursion allows (go-yaml itself allows 10000 levels) is refused as
+too deep to check, which is not a verdict on the file.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from gpushare.errors import GpushareError
+
+# go-yaml v2 decode.go: the share of decode steps that may come from alias expansion, by document size.
+_ALIAS_RATIO_RANGE_LOW = 400_000
+_ALIAS_RATIO_RANGE_HIGH = 4_000_000
+
+
+class YamlBoundError(Exception):
+    """A document go-yaml refuses for its aliasing (`reason` is go-yaml's own message)."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(reason)
+
+
+class YamlTooDeepError(GpushareError):
+    """A document nested more deeply than this checker can follow: no verdict either way."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "nested too deeply to check (go-yaml allows 10000 levels; this checker follows fewer)"
+        )
+
+
+def _allowed_alias_ratio(decodes: int) -> float:
+    if decodes <= _ALIAS_RATIO_RANGE_LOW:
+        return 0.99
+    if decodes >= _ALIAS_RATIO_RANGE_HIGH:
+        return 0.10
+    span = _ALIAS_RATIO_RANGE_HIGH - _ALIAS_RATIO_RANGE_LOW
+    return 0.99 - 0.89 * ((decodes - _ALIAS_RATIO_RANGE_LOW) / span)
+
+
+class AliasRecordingComposer:
+    """Mixed into a PyYAML loader: remembers which child slots were written as aliases (`*name`).
+
+    PyYAML returns the anchored node itself for an alias, so the composed graph alone cannot tell a
+    definition from a reference; go-yaml's accounting needs to."""
+
+    alias_slots: dict[tuple[int, object], str]
+
+    def compose_node(self, parent: yaml.Node | None, index: object) -> yaml.Node:
+        loader: Any = self
+        if not hasattr(self, "alias_slots"):
+            self.alias_slots = {}
+        anchor = loader.peek_event().anchor if loader.check_event(yaml.AliasEvent) else None
+        node: yaml.Node = super().compose_node(parent, index)  # type: ignore[misc]
+        if anchor is not None:
+            self.alias_slots[(id(parent), _slot(parent, index))] = anchor
+        return node
+
+
+def _slot(parent: yaml.Node | None, index: object) -> object:
+    """Where a child being composed will land in `parent.value`: (position, 0 key / 1 value) in a mapping,
+    the position in a sequence. The composer appends the child after composing it."""
+    if parent is None:
+        return None
+    position = len(parent.value)
+    if isinstance(parent, yaml.MappingNode):
+        return (position, 0 if index is None else 1)
+    return position
+
+
+def _children(node: yaml.Node) -> list[tuple[object, yaml.Node]]:
+    if isinstance(node, yaml.MappingNode):
+        children: list[tuple[object, yaml.Node]] = []
+        for position, (key, value) in enumerate(node.value):
+            if not (isinstance(key, yaml.ScalarNode) and key.tag == "tag:yaml.org,2002:merge"):
+                children.append(((position, 0), key))  # go-yaml never decodes a merge key itself
+            children.append(((position, 1), value))
+        return children
+    if isinstance(node, yaml.SequenceNode):
+        return list(enumerate(node.value))
+    return []
+
+
+def check_aliasing(root: yaml.Node, alias_slots: dict[tuple[int, object], str]) -> None:
+    """Walk the document as go-yaml's decoder does and fail where it fails. Iterative, and it stops as soon
+    as the aliasing limit is crossed, so a bomb costs at most a few thousand steps."""
+    decodes, alias_decodes = 1, 0  # the document node
+    # (node, alias depth, the alias slots being expanded above it)
+    stack: list[tuple[yaml.Node, int, frozenset[tuple[int, object]]]] = [(root, 0, frozenset())]
+    while stack:
+        node, depth, expanding = stack.pop()
+        decodes += 1
+        alias_decodes += depth > 0
+        if alias_decodes > 100 and decodes > 1000 and alias_decodes / decodes > _allowed_alias_ratio(decodes):
+            raise YamlBoundError("document contains excessive aliasing")
+        for slot, child in reversed(_children(node)):
+            key = (id(node), slot)
+            anchor = alias_slots.get(key)
+            if anchor is None:
+                stack.append((child, depth, expanding))
+                continue
+            if key in expanding:
+                raise YamlBoundError(f"anchor '{anchor}' value contains itself")
+            # The alias node is one decode step, its target is decoded one alias level deeper.
+            decodes += 1
+            alias_decodes += depth > 0
+            stack.append((child, depth + 1, expanding | {key}))
+
+
+def load_first_document(loader_class: type[yaml.SafeLoader], text: str) -> object:
+    """The first YAML document of `text` (go-yaml's Unmarshal never looks further), constructed by
+    `loader_class` (which must mix in AliasRecordingComposer) after the aliasing check.
+
+    Raises yaml.YAMLError for syntax errors, YamlBoundError, or YamlTooDeepError."""
+    loader: Any = loader_class(text)
+    try:
+        if not loader.check_node():
+            return None
+        loader.get_event()  # DocumentStartEvent (what compose_document does, minus forgetting the anchors)
+        node = loader.compose_node(None, None)
+        loader.get_event()  # DocumentEndEvent: syntax errors right after the first document still count
+        check_aliasing(node, getattr(loader, "alias_slots", {}))
+        return loader.construct_document(node)
+    except RecursionError:
+        raise YamlTooDeepError() from None
+    finally:
+        loader.dispose()

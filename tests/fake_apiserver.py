@@ -1,0 +1,390 @@
+"""A small read-only Kubernetes API server for tests, on 127.0.0.1, reached through a kubeconfig.
+
+It serves objects shaped as a real API server serves them: single objects with `apiVersion`/`kind`,
+List kinds with `metadata.resourceVersion` and `items` (items without kind/apiVersion), label and field
+selectors (field labels limited to what the real server supports per resource), `Status` objects for
+404/403/400, and enough discovery (`/api`, `/apis`, `/api/v1`, `/apis/apps/v1`, `/version`) for kubectl.
+Every request is recorded; any write is refused (405) and recorded in `writes`.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import threading
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+
+@dataclass(frozen=True)
+class Kind:
+    kind: str
+    group_version: str  # "v1" or "apps/v1"
+    plural: str
+    namespaced: bool
+    field_labels: frozenset[str]
+
+    @property
+    def prefix(self) -> str:
+        return "/api/v1" if self.group_version == "v1" else f"/apis/{self.group_version}"
+
+    @property
+    def group(self) -> str:
+        return "" if self.group_version == "v1" else self.group_version.split("/")[0]
+
+
+_META = frozenset({"metadata.name", "metadata.namespace"})
+KINDS = {
+    k.kind: k
+    for k in (
+        Kind("Node", "v1", "nodes", False, _META | {"spec.unschedulable"}),
+        Kind(
+            "Pod",
+            "v1",
+            "pods",
+            True,
+            _META
+            | {
+                "spec.nodeName",
+                "spec.restartPolicy",
+                "spec.schedulerName",
+                "spec.serviceAccountName",
+                "spec.hostNetwork",
+                "status.phase",
+                "status.podIP",
+                "status.nominatedNodeName",
+            },
+        ),
+        Kind(
+            "Event",
+            "v1",
+            "events",
+            True,
+            _META
+            | {
+                "involvedObject.kind",
+                "involvedObject.namespace",
+                "involvedObject.name",
+                "involvedObject.uid",
+                "involvedObject.apiVersion",
+                "involvedObject.resourceVersion",
+                "involvedObject.fieldPath",
+                "reason",
+                "reportingComponent",
+                "source",
+                "type",
+            },
+        ),
+        Kind("ConfigMap", "v1", "configmaps", True, _META),
+        Kind("DaemonSet", "apps/v1", "daemonsets", True, _META),
+        Kind("Deployment", "apps/v1", "deployments", True, _META),
+        Kind("ReplicaSet", "apps/v1", "replicasets", True, _META | {"status.replicas"}),
+        Kind("StatefulSet", "apps/v1", "statefulsets", True, _META),
+    )
+}
+_BY_ROUTE = {(k.prefix, k.plural): k for k in KINDS.values()}
+_ROUTE = re.compile(
+    r"^(?P<prefix>/api/v1|/apis/[a-z0-9.]+/v1)(?:/namespaces/(?P<ns>[^/]+))?/(?P<plural>[a-z]+)(?:/(?P<name>[^/]+))?$"
+)
+
+
+class SelectorError(ValueError):
+    pass
+
+
+def _split_requirements(selector: str) -> list[str]:
+    parts, depth, current = [], 0, ""
+    for char in selector:
+        depth += char == "("
+        depth -= char == ")"
+        if char == "," and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += char
+    parts.append(current)
+    return [p.strip() for p in parts if p.strip()]
+
+
+def label_selector_matches(selector: str, labels: Mapping[str, str]) -> bool:
+    """Kubernetes label selector syntax: `k=v`, `k==v`, `k!=v`, `k`, `!k`, `k in (a,b)`, `k notin (a,b)`."""
+    for requirement in _split_requirements(selector):
+        set_match = re.match(r"^(\S+)\s+(in|notin)\s+\((.*)\)$", requirement)
+        if set_match:
+            key, op, values = set_match[1], set_match[2], {v.strip() for v in set_match[3].split(",")}
+            if (op == "in") != (key in labels and labels[key] in values):
+                return False
+            continue
+        if requirement.startswith("!"):
+            if requirement[1:] in labels:
+                return False
+            continue
+        match = re.match(r"^([^=!]+)(==|=|!=)(.*)$", requirement)
+        if match is None:
+            if not re.match(r"^[A-Za-z0-9./_-]+$", requirement):
+                raise SelectorError(f"unable to parse requirement: {requirement!r}")
+            if requirement not in labels:
+                return False
+            continue
+        key, op, value = match[1].strip(), match[2], match[3].strip()
+        if (op == "!=") == (labels.get(key) == value):
+            return False
+    return True
+
+
+def _field(obj: Mapping[str, Any], path: str) -> str:
+    value: Any = obj
+    for part in path.split("."):
+        value = value.get(part) if isinstance(value, Mapping) else None
+    if value is None:
+        return ""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def field_selector_matches(selector: str, obj: Mapping[str, Any], kind: Kind) -> bool:
+    for requirement in _split_requirements(selector):
+        match = re.match(r"^([A-Za-z.]+)(==|=|!=)(.*)$", requirement)
+        if match is None:
+            raise SelectorError(f"invalid field selector: {requirement!r}")
+        path, op, value = match[1], match[2], match[3]
+        if path not in kind.field_labels:
+            raise SelectorError(f"field label not supported: {path}")
+        if (op == "!=") == (_field(obj, path) == value):
+            return False
+    return True
+
+
+def status(code: int, reason: str, message: str, details: dict[str, Any] | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "code": code,
+    }
+    if details is not None:
+        body["details"] = details
+    return body
+
+
+class FakeApiServer:
+    """Start once per test module; `load()` a cluster state per test."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._objects: dict[tuple[str, str, str], dict[str, Any]] = {}
+        self._resource_version = 1000
+        self.requests: list[tuple[str, str]] = []
+        self.writes: list[tuple[str, str]] = []
+        # (plural, namespace or None for every scope) answered 403.
+        self.forbidden: set[tuple[str, str | None]] = set()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    def start(self) -> FakeApiServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def close(self) -> None:
+        """Release the port of a server that was never started."""
+        self._server.server_close()
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def write_kubeconfig(self, path: Path, context: str = "fake") -> Path:
+        path.write_text(
+            json.dumps(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Config",
+                    "clusters": [{"name": "fake", "cluster": {"server": self.url}}],
+                    "users": [{"name": "verify", "user": {}}],
+                    "contexts": [{"name": context, "context": {"cluster": "fake", "user": "verify"}}],
+                    "current-context": context,
+                }
+            )
+        )
+        return path
+
+    # -- state ---------------------------------------------------------------------------------
+    def load(
+        self, objects: Iterable[Mapping[str, Any]], forbidden: Iterable[tuple[str, str | None]] = ()
+    ) -> None:
+        with self._lock:
+            self._objects = {}
+            for obj in objects:
+                self._add(obj)
+            self.forbidden = set(forbidden)
+            self.requests.clear()
+
+    def _add(self, original: Mapping[str, Any]) -> None:
+        obj = copy.deepcopy(dict(original))
+        kind = KINDS[obj["kind"]]
+        metadata = obj.setdefault("metadata", {})
+        if kind.namespaced:
+            metadata.setdefault("namespace", "default")
+        else:
+            metadata.pop("namespace", None)
+        namespace = metadata.get("namespace", "")
+        metadata.setdefault(
+            "uid", str(uuid.uuid5(uuid.NAMESPACE_URL, f"{kind.kind}/{namespace}/{metadata['name']}"))
+        )
+        self._resource_version += 1
+        metadata.setdefault("resourceVersion", str(self._resource_version))
+        metadata.setdefault("creationTimestamp", "2025-06-01T00:00:00Z")
+        obj["apiVersion"] = kind.group_version
+        key = (kind.kind, namespace, metadata["name"])
+        if key in self._objects:
+            raise ValueError(f"duplicate object {key}")
+        self._objects[key] = obj
+
+    # -- HTTP ------------------------------------------------------------------------------------
+    def _discovery(self, path: str) -> dict[str, Any] | None:
+        if path == "/version":
+            return {"major": "1", "minor": "30", "gitVersion": "v1.30.0", "platform": "linux/amd64"}
+        if path == "/api":
+            return {
+                "kind": "APIVersions",
+                "versions": ["v1"],
+                "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": self.url[7:]}],
+            }
+        if path == "/apis":
+            return {
+                "kind": "APIGroupList",
+                "apiVersion": "v1",
+                "groups": [
+                    {
+                        "name": "apps",
+                        "versions": [{"groupVersion": "apps/v1", "version": "v1"}],
+                        "preferredVersion": {"groupVersion": "apps/v1", "version": "v1"},
+                    }
+                ],
+            }
+        for prefix, group_version in (("/api/v1", "v1"), ("/apis/apps/v1", "apps/v1")):
+            if path == prefix:
+                return {
+                    "kind": "APIResourceList",
+                    "apiVersion": "v1",
+                    "groupVersion": group_version,
+                    "resources": [
+                        {
+                            "name": k.plural,
+                            "singularName": k.kind.lower(),
+                            "namespaced": k.namespaced,
+                            "kind": k.kind,
+                            "verbs": ["get", "list"],
+                        }
+                        for k in KINDS.values()
+                        if k.group_version == group_version
+                    ],
+                }
+        return None
+
+    def _get(self, path: str, query: dict[str, list[str]]) -> tuple[int, dict[str, Any]]:
+        discovery = self._discovery(path)
+        if discovery is not None:
+            return 200, discovery
+        match = _ROUTE.match(path)
+        kind = _BY_ROUTE.get((match["prefix"], match["plural"])) if match else None
+        if match is None or kind is None:
+            return 404, status(404, "NotFound", "the server could not find the requested resource")
+        namespace, name = match["ns"], match["name"]
+        resource = f"{kind.plural}.{kind.group}" if kind.group else kind.plural
+        if (kind.plural, None) in self.forbidden or (kind.plural, namespace) in self.forbidden:
+            verb = "get" if name else "list"
+            scope = f'in the namespace "{namespace}"' if namespace else "at the cluster scope"
+            return 403, status(
+                403,
+                "Forbidden",
+                f'{resource} is forbidden: User "system:serviceaccount:ops:gpushare-verify" cannot {verb} '
+                f'resource "{kind.plural}" in API group "{kind.group}" {scope}',
+                {"kind": kind.plural, **({"name": name} if name else {})},
+            )
+        with self._lock:
+            if name is not None:
+                obj = self._objects.get((kind.kind, namespace or "", name))
+                if obj is None:
+                    return 404, status(
+                        404,
+                        "NotFound",
+                        f'{resource} "{name}" not found',
+                        {"name": name, "group": kind.group, "kind": kind.plural},
+                    )
+                return 200, {"kind": kind.kind, **copy.deepcopy(obj)}
+            items = [
+                o
+                for (k, ns, _), o in sorted(self._objects.items())
+                if k == kind.kind and (not namespace or ns == namespace)
+            ]
+            version = str(self._resource_version)
+        try:
+            for selector in query.get("labelSelector", []):
+                items = [
+                    o for o in items if label_selector_matches(selector, o["metadata"].get("labels") or {})
+                ]
+            for selector in query.get("fieldSelector", []):
+                items = [o for o in items if field_selector_matches(selector, o, kind)]
+        except SelectorError as err:
+            return 400, status(400, "BadRequest", str(err))
+        listed = [
+            {k: v for k, v in copy.deepcopy(o).items() if k not in ("kind", "apiVersion")} for o in items
+        ]
+        return 200, {
+            "kind": f"{kind.kind}List",
+            "apiVersion": kind.group_version,
+            "metadata": {"resourceVersion": version},
+            "items": listed,
+        }
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            # Headers and body go out as two writes: without this, Nagle + delayed ACK add ~40 ms each.
+            disable_nagle_algorithm = True
+
+            def _reply(self, code: int, body: dict[str, Any]) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:
+                parts = urlsplit(self.path)
+                server.requests.append(("GET", self.path))
+                code, body = server._get(parts.path, parse_qs(parts.query))
+                self._reply(code, body)
+
+            def _refuse(self) -> None:
+                server.writes.append((self.command, self.path))
+                length = int(self.headers.get("Content-Length") or 0)
+                if length:
+                    self.rfile.read(length)
+                self._reply(405, status(405, "MethodNotAllowed", "this fake API server is read-only"))
+
+            do_POST = do_PUT = do_PATCH = do_DELETE = _refuse
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        return Handler
