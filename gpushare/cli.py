@@ -10,6 +10,7 @@ import argparse
 import gc
 import importlib
 import json
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -18,7 +19,7 @@ from typing import TextIO
 from gpushare import advise_cli, catalog, device_plugin_config, mig_parted
 from gpushare.errors import GpushareError
 from gpushare.plan import build_plan, capacity_json, capacity_table
-from gpushare.stack_config import load_stack_file, stack_file_name
+from gpushare.stack_config import CONFIG_ENV_LIMIT_BYTES, CONFIG_ENV_WARN_BYTES, StackConfig, load_stack
 from gpushare.tuning import DEFAULT_CEILING, largest_process_mib, total_memory_mib, tune
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
@@ -98,8 +99,19 @@ def cmd_tune(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def warn_config_size(stack: StackConfig) -> None:
+    """plan and render work at any size; `check` (like `pulumi preview --policy-pack`) stops at the limit."""
+    if stack.config_env_bytes >= CONFIG_ENV_WARN_BYTES:
+        sys.stderr.write(
+            f"warning: {stack.source}: the stack config is {stack.config_env_bytes // 1024} KiB as the policy "
+            f"pack's PULUMI_CONFIG environment variable; Linux caps one at {CONFIG_ENV_LIMIT_BYTES // 1024} KiB, "
+            "beyond which `check` and `pulumi preview --policy-pack` cannot start the pack\n"
+        )
+
+
 def cmd_plan(args: argparse.Namespace, out: TextIO) -> int:
-    stack = load_stack_file(Path(args.dir) / stack_file_name(args.stack), args.stack)
+    stack = load_stack(Path(args.dir), args.stack)
+    warn_config_size(stack)
     capacity = capacity_json(build_plan(stack))
     if args.json:
         json.dump(capacity, out, indent=2)
@@ -114,6 +126,9 @@ def _offline(module: str, function: str) -> Callable[[argparse.Namespace, TextIO
     import Pulumi, so they are loaded only when asked for."""
 
     def run(args: argparse.Namespace, out: TextIO) -> int:
+        # The stack first, through the loader every command shares: a bad one is refused in a blink,
+        # before the SDKs are even imported (the commands load it again; that costs milliseconds).
+        load_stack(Path(args.dir), args.stack)
         command: Callable[[argparse.Namespace, TextIO], int] = getattr(
             importlib.import_module(module), function
         )
@@ -121,9 +136,22 @@ def _offline(module: str, function: str) -> Callable[[argparse.Namespace, TextIO
         # is imported and collecting less often took a 500-pool render from 28 s to 20 s (bench/).
         gc.freeze()
         gc.set_threshold(100_000, 50, 100)
-        return command(args, out)
+        # SIGTERM (kill, a CI timeout) unwinds like Ctrl-C, so temporary folders are removed on the way out.
+        previous = signal.signal(signal.SIGTERM, _raise_terminated)
+        try:
+            return command(args, out)
+        finally:
+            signal.signal(signal.SIGTERM, previous)
 
     return run
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread like KeyboardInterrupt so `finally` blocks run."""
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise Terminated
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -196,6 +224,12 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     except GpushareError as err:
         sys.stderr.write(f"{err}\n")
         return 1
+    except KeyboardInterrupt:
+        sys.stderr.write(f"{args.command}: interrupted (SIGINT); nothing was written\n")
+        return 128 + signal.SIGINT
+    except Terminated:
+        sys.stderr.write(f"{args.command}: terminated (SIGTERM); nothing was written\n")
+        return 128 + signal.SIGTERM
     except BrokenPipeError:
         # `python -m gpushare ... | head`: the reader left; not an error worth a traceback.
         sys.stderr.close()

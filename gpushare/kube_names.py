@@ -37,6 +37,18 @@ PARKED_VALUE = "parked"
 
 DAEMONSET_PREFIX = "nvidia-device-plugin-daemonset-"
 
+# What gpushare writes on a pool's nodes itself: a pool's own `labels` may not set these.
+# (LABEL_DEVICE_ENABLE is set too, but a pool may repeat the value the managed-plugin action gives it.)
+NODE_LABELS_SET_BY_GPUSHARE = frozenset(
+    {
+        LABEL_PLUGIN_CONFIG,
+        LABEL_GPU_MODEL,
+        LABEL_POOL,
+        LABEL_GPU_PRESENT,
+        LABEL_MIG_CONFIG,
+    }
+)
+
 
 def tuning_annotation(key: str) -> str:
     return ANNOTATION_TUNING_PREFIX + key

@@ -7,19 +7,29 @@ the key path: `Pulumi.prod.yaml: gpushare:pools[1].sharing.measuredMiB: must be 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from datetime import date, datetime
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
-from gpushare import catalog, gpu_driver, kube_names, tke_limits
+from gpushare import catalog, gpu_driver, kube_names, kube_syntax, tke_limits
 from gpushare.errors import ConfigError, GpushareError
 from gpushare.mig_geometry import fit_layout
+from gpushare.stack_yaml import load_cli_yaml
 from gpushare.tuning import DEFAULT_CEILING
 
 PROJECT = "gpushare"
@@ -45,6 +55,40 @@ _POOL_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 def _at(path: str, message: str) -> ValueError:
     """A cross-field error that belongs to a key below the model being validated."""
     return ValueError(f"@{path}|{message}")
+
+
+# No GPU server carries more (HGX-2/DGX-2: 16); a larger number is a typo that would size the plan.
+MAX_GPUS_PER_NODE = 16
+# TencentCloud region ids: ap-singapore, na-siliconvalley, ap-shanghai-fsi.
+_REGION = re.compile(r"^[a-z]{2}-[a-z]+(-[a-z0-9]+)*$")
+
+
+def _syntax(rule: Callable[[str], str | None], value: str) -> str:
+    """Run one of `kube_syntax`'s rules as a pydantic validator."""
+    problem = rule(value)
+    if problem:
+        raise ValueError(problem)
+    return value
+
+
+def measurement_date(value: str) -> date | None:
+    """The calendar day of a `measuredAt` (a date, or an ISO 8601 date and time); None if it is not one."""
+    try:
+        return date.fromisoformat(value) if len(value) == 10 else datetime.fromisoformat(value).date()
+    except ValueError:
+        return None
+
+
+def latest_date_on_earth() -> date:
+    """The calendar day in the earliest time zone (UTC+14): no date up to it is in the future anywhere."""
+    return (datetime.now(UTC) + timedelta(hours=14)).date()
+
+
+def _today(info: ValidationInfo) -> date:
+    # Tests pass `today` through the validation context so that they do not depend on the calendar.
+    context = info.context if isinstance(info.context, dict) else {}
+    today = context.get("today")
+    return today if isinstance(today, date) else latest_date_on_earth()
 
 
 def _catalog_gpu(value: str) -> str:
@@ -94,6 +138,16 @@ class ManagedPlugin(_Model):
     namespace: str = "kube-system"
     # As in NVIDIA's static manifest, which TKE's DaemonSet follows (UNVERIFIED: check with kubectl).
     container_name: str = Field(default="nvidia-device-plugin-ctr", alias="containerName")
+
+    @field_validator("name")
+    @classmethod
+    def _daemonset_name(cls, value: str) -> str:
+        return _syntax(kube_syntax.dns1123_subdomain_problem, value)
+
+    @field_validator("namespace", "container_name")
+    @classmethod
+    def _dns_label(cls, value: str) -> str:
+        return _syntax(kube_syntax.dns1123_label_problem, value)
 
     @model_validator(mode="after")
     def _adopt_needs_pool(self) -> ManagedPlugin:
@@ -169,6 +223,21 @@ class DevicePlugin(_Model):
             raise _at("gpuOperator", f"only applies to mode gpu-operator, not {self.mode}")
         return self
 
+    @field_validator("image")
+    @classmethod
+    def _image_reference(cls, value: str | None) -> str | None:
+        return None if value is None else _syntax(kube_syntax.image_reference_problem, value)
+
+    @field_validator("chart_repository")
+    @classmethod
+    def _chart_repository(cls, value: str) -> str:
+        return _syntax(kube_syntax.chart_repository_problem, value)
+
+    @field_validator("namespace")
+    @classmethod
+    def _namespace(cls, value: str) -> str:
+        return _syntax(kube_syntax.dns1123_label_problem, value)
+
     @model_validator(mode="before")
     @classmethod
     def _mode_default_action(cls, data: Any) -> Any:
@@ -235,9 +304,16 @@ class Measurement(_Model):
 
     @field_validator("measured_at")
     @classmethod
-    def _iso_date(cls, value: str | None) -> str | None:
-        if value is not None and not re.match(r"^\d{4}-\d{2}-\d{2}([T ][0-9:.+\-Z]*)?$", value):
-            raise ValueError(f"{value!r} is not an ISO date (YYYY-MM-DD)")
+    def _iso_date(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is None:
+            return None
+        day = measurement_date(value)
+        if day is None:
+            raise ValueError(f"{value!r} is not a date (YYYY-MM-DD, or an ISO 8601 date and time)")
+        today = _today(info)
+        if day > today:
+            # A future date would count as fresh for as long as the freshness policy allows and longer.
+            raise ValueError(f"{value} is in the future (today is {today.isoformat()})")
         return value
 
 
@@ -273,6 +349,20 @@ class Mig(_Model):
     mig_layout: dict[str, int] = Field(alias="migLayout", min_length=1)
     layout_name: str | None = Field(default=None, alias="layoutName")
     time_slicing: Measurement | None = Field(default=None, alias="timeSlicing")
+
+    @field_validator("layout_name")
+    @classmethod
+    def _layout_label_value(cls, value: str | None) -> str | None:
+        # It becomes the value of the node label nvidia.com/mig.config, a mig-parted config name and a
+        # word in the node's pre-start script: a label value, lowercase like mig-parted's own names.
+        if value is not None and (
+            kube_syntax.label_value_problem(value) or not value or value != value.lower()
+        ):
+            raise ValueError(
+                f"{value!r} is not a layout name (at most 63 lowercase letters, digits, '-', '_' and '.', "
+                "alphanumeric at both ends: it becomes the node label value of nvidia.com/mig.config)"
+            )
+        return value
 
     @property
     def config_name(self) -> str:
@@ -316,11 +406,11 @@ class Pool(_Model):
     name: str
     gpu: str
     instance_type: str = Field(alias="instanceType")
-    gpus_per_node: int | None = Field(default=None, alias="gpusPerNode", gt=0)
+    gpus_per_node: int | None = Field(default=None, alias="gpusPerNode", gt=0, le=MAX_GPUS_PER_NODE)
     nodes: Nodes
     sharing: PoolSharing
     protect: bool | None = None
-    node_os: str = Field(default="tlinux3.1x86_64", alias="nodeOs")
+    node_os: str = Field(default="tlinux3.1x86_64", alias="nodeOs", pattern=r"^\S(.*\S)?$")
     labels: dict[str, str] = Field(default_factory=dict)
     taints: tuple[dict[str, str], ...] = ()
     driver: GpuDriver | None = None
@@ -333,6 +423,39 @@ class Pool(_Model):
                 f"{value!r} must be a lowercase RFC 1123 label (it becomes a ConfigMap key and a label "
                 "value) and not 'any' (the fallback key)"
             )
+        return value
+
+    @field_validator("labels")
+    @classmethod
+    def _node_labels(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, label in value.items():
+            if tke_limits.key_problem(key):
+                continue  # TKE's own limit names it (`_tke_label_and_taint_limits`)
+            problem = kube_syntax.qualified_name_problem(key)
+            if problem is None and key in kube_names.NODE_LABELS_SET_BY_GPUSHARE:
+                problem = (
+                    f"gpushare sets {key} on this pool's nodes itself; a value here would be overwritten"
+                )
+            if problem is None:
+                problem = kube_syntax.label_value_problem(label)
+            if problem:
+                raise _at(f"[{json.dumps(key)}]", problem)
+        return value
+
+    @field_validator("taints")
+    @classmethod
+    def _node_taints(cls, value: tuple[dict[str, str], ...]) -> tuple[dict[str, str], ...]:
+        # Kubernetes' syntax of the key and value; which fields a taint needs and its effects are TKE's
+        # limits (`_tke_label_and_taint_limits`).
+        for index, taint in enumerate(value):
+            key = taint.get("key")
+            if key and not tke_limits.key_problem(key):
+                problem = kube_syntax.qualified_name_problem(key)
+                if problem:
+                    raise _at(f"[{index}].key", problem)
+            problem = kube_syntax.label_value_problem(taint.get("value", ""))
+            if problem:
+                raise _at(f"[{index}].value", problem)
         return value
 
     @field_validator("name")
@@ -424,6 +547,17 @@ class StackConfig(_Model):
     pools: tuple[Pool, ...] = Field(min_length=1)
     protect_pools: bool = Field(default=False, alias="protectPools")
     has_kubeconfig: bool = Field(default=False, alias="hasKubeconfig")
+    config_env_bytes: int = Field(default=0, alias="configEnvBytes")
+    """The size of the config as the CLI hands it to a policy pack (PULUMI_CONFIG); 0 if not known."""
+
+    @field_validator("region")
+    @classmethod
+    def _region(cls, value: str | None) -> str | None:
+        if value is not None and not _REGION.match(value):
+            raise ValueError(
+                f"{value!r} is not a TencentCloud region (like ap-singapore or na-siliconvalley)"
+            )
+        return value
 
     @model_validator(mode="after")
     def _cross_checks(self) -> StackConfig:
@@ -525,13 +659,16 @@ def from_config_values(
     stack: str,
     source: str,
     secret_keys: Iterable[str] = (),
+    today: date | None = None,
 ) -> StackConfig:
-    """Validate config values keyed `namespace:key` (already parsed from YAML/JSON)."""
+    """Validate config values keyed `namespace:key` (already parsed from YAML/JSON). `today`: the day
+    `measuredAt` may not be after (default: the latest calendar day anywhere on Earth)."""
     secrets = set(secret_keys)
     problems: list[str] = []
     for key in sorted(SECRET_KEYS & set(values)):
         if key not in secrets:
             problems.append(f"{source}: {key}: must be a secret (pulumi config set --secret {key} ...)")
+    problems.extend(_credential_problems(values, secrets, source))
     unknown = sorted(
         key
         for key in values
@@ -547,6 +684,7 @@ def from_config_values(
         "stack": stack,
         "source": source,
         "hasKubeconfig": f"{PROJECT}:kubeconfig" in values,
+        "configEnvBytes": config_env_bytes(values),
     }
     for field, alias in _CONFIG_FIELDS.items():
         key = f"{PROJECT}:{field}"
@@ -561,7 +699,9 @@ def from_config_values(
             key=f"{PROJECT}:cluster",
         )
     try:
-        return StackConfig.model_validate_json(json.dumps(data, default=_json_scalar))
+        return StackConfig.model_validate_json(
+            json.dumps(data, default=_json_scalar), context={"today": today} if today else None
+        )
     except ValidationError as err:
         raise ConfigError("\n".join(_describe(err, source))) from None
 
@@ -573,39 +713,247 @@ def _json_scalar(value: object) -> str:
     raise TypeError(f"cannot pass {type(value).__name__} as config")
 
 
-def load_stack_file(path: Path, stack: str | None = None) -> StackConfig:
-    """Read `Pulumi.<stack>.yaml` the way the CLI does (keys without a namespace belong to the project)."""
+def load_stack(project_dir: Path, stack: str, *, today: date | None = None) -> StackConfig:
+    """THE way every command (plan, render, check, verify) reads a stack: `Pulumi.<stack>.yaml` in
+    `project_dir`, refused in one `ConfigError` naming the file and key before anything runs."""
+    if not STACK_NAME.match(stack):
+        raise ConfigError(f"not a stack name: {stack!r} (letters, digits, '_', '.' and '-')")
+    return load_stack_file(Path(project_dir) / stack_file_name(stack), stack, today=today)
+
+
+def load_stack_file(path: Path, stack: str | None = None, *, today: date | None = None) -> StackConfig:
+    """Read a stack file the way the Pulumi CLI does (keys without a namespace belong to the project)
+    and validate it; `load_stack` for a stack by name."""
     stack = stack or path.name.removeprefix("Pulumi.").removesuffix(".yaml")
     source = path.name
-    try:
-        document = yaml.safe_load(path.read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"no such stack file ({path})", source=source) from None
-    except yaml.YAMLError as err:
-        raise ConfigError(f"not valid YAML: {err}", source=source) from None
-    if not isinstance(document, dict) or not isinstance(document.get("config", {}), dict):
+    document = _read_stack_document(path)
+    if document is None:
+        document = {}
+    if not isinstance(document, dict) or not isinstance(document.get("config") or {}, dict):
         raise ConfigError("expected a mapping with a `config:` mapping", source=source)
     values: dict[str, Any] = {}
     secret_keys = []
     for key, value in (document.get("config") or {}).items():
         full = key if ":" in str(key) else f"{PROJECT}:{key}"
-        if isinstance(value, dict) and set(value) == {"secure"}:
+        if isinstance(value, dict) and "secure" in value:
+            if set(value) != {"secure"} or not isinstance(value["secure"], str):
+                raise ConfigError(
+                    "`secure:` must be the one ciphertext string `pulumi config set --secret` writes",
+                    source=source,
+                    key=full,
+                )
             secret_keys.append(full)
             value = "<secret>"
+        elif not full.startswith(f"{PROJECT}:") and not isinstance(value, dict | list):
+            value = _cli_string(value)  # the CLI hands other namespaces' scalars to providers as strings
         values[full] = value
-    return from_config_values(values, stack=stack, source=source, secret_keys=secret_keys)
+    config = from_config_values(values, stack=stack, source=source, secret_keys=secret_keys, today=today)
+    _check_kubernetes_schema(config)
+    return config
+
+
+# Pulumi stack names (optionally org/project/stack are not file names); anything else would make a path.
+STACK_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
+# Linux's MAX_ARG_STRLEN: the most one environment variable (`PULUMI_CONFIG=...`) may hold.
+CONFIG_ENV_LIMIT_BYTES = 128 * 1024
+# plan and render warn from here on: `check` (and `pulumi preview --policy-pack`) stop at the limit.
+CONFIG_ENV_WARN_BYTES = 96 * 1024
+# Larger files are not stack files: refused before parsing (YAML parsing is not bounded otherwise).
+MAX_STACK_FILE_BYTES = 4 * 1024 * 1024
+# Values after alias expansion: a 2000-pool stack holds ~50 000; an alias bomb holds billions.
+MAX_STACK_VALUES = 1_000_000
+
+
+def _read_stack_document(path: Path) -> Any:
+    source = path.name
+    try:
+        if path.is_dir():
+            raise ConfigError("is a directory, not a stack file", source=source)
+        with path.open("rb") as stream:
+            raw = stream.read(MAX_STACK_FILE_BYTES + 1)
+    except FileNotFoundError:
+        raise ConfigError(f"no such stack file ({path})", source=source) from None
+    except OSError as err:
+        raise ConfigError(f"cannot read: {err.strerror}", source=source) from None
+    if len(raw) > MAX_STACK_FILE_BYTES:
+        raise ConfigError(
+            f"larger than {MAX_STACK_FILE_BYTES // 1024 // 1024} MiB; not a stack file", source=source
+        )
+    try:
+        text = raw.decode("utf-8-sig")  # the CLI strips a UTF-8 BOM too
+    except UnicodeDecodeError as err:
+        raise ConfigError(
+            f"not UTF-8 text (byte 0x{raw[err.start]:02x} at offset {err.start}); save it as UTF-8",
+            source=source,
+        ) from None
+    try:
+        document = load_cli_yaml(text)
+    except yaml.YAMLError as err:
+        raise ConfigError(f"not valid YAML: {_yaml_problem(err)}", source=source) from None
+    except RecursionError:
+        raise ConfigError("not valid YAML: nested too deeply", source=source) from None
+    if _expands_beyond(document, MAX_STACK_VALUES):
+        # PyYAML shares aliased objects, but everything after it (JSON, validation) would expand them.
+        raise ConfigError(
+            f"expands to more than {MAX_STACK_VALUES} values (YAML aliases referring to aliases)",
+            source=source,
+        )
+    return document
+
+
+def _expands_beyond(document: Any, limit: int) -> bool:
+    """Whether `document`, with every alias expanded, holds more than `limit` values. Shared (aliased)
+    containers are sized once, so this costs what the file holds, not what it expands to; a container
+    that contains itself (`&a [*a]`) expands forever."""
+    sizes: dict[int, int] = {}
+    open_containers: set[int] = set()
+    pending: list[tuple[Any, bool]] = [(document, False)]
+    while pending:
+        node, children_sized = pending.pop()
+        if not isinstance(node, dict | list) or id(node) in sizes:
+            continue
+        children = list(node.values()) if isinstance(node, dict) else node
+        if children_sized:
+            open_containers.discard(id(node))
+            sizes[id(node)] = 1 + sum(sizes.get(id(child), 1) for child in children)
+            if sizes[id(node)] > limit:
+                return True
+            continue
+        if id(node) in open_containers:
+            return True  # reached again before it was sized: it contains itself
+        open_containers.add(id(node))
+        pending.append((node, True))
+        pending.extend((child, False) for child in children)
+    return False
+
+
+def _yaml_problem(err: yaml.YAMLError) -> str:
+    """One line: where and what (PyYAML's own message spans several lines with a code excerpt)."""
+    if isinstance(err, yaml.MarkedYAMLError):
+        mark = err.problem_mark or err.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        what = " ".join(part for part in (err.problem, err.context) if part) or "cannot parse"
+        return where + " ".join(what.split())
+    return " ".join(str(err).split())
+
+
+def _cli_string(value: Any) -> str:
+    # How the CLI turns a YAML scalar into a config string: true/false, numbers as written, null as "".
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return ""
+    if isinstance(value, date | datetime):
+        return value.isoformat()
+    return str(value)
+
+
+def config_env_bytes(values: Mapping[str, Any]) -> int:
+    """About how large `PULUMI_CONFIG` is when the CLI hands these values to a policy pack (structured
+    values as compact JSON strings inside a JSON object)."""
+    as_strings = {
+        key: value
+        if isinstance(value, str)
+        else json.dumps(value, separators=(",", ":"), default=_json_scalar)
+        for key, value in values.items()
+    }
+    return len("PULUMI_CONFIG=") + len(json.dumps(as_strings).encode("utf-8")) + 1
+
+
+def _check_kubernetes_schema(config: StackConfig) -> None:
+    """The offline commands validate manifests with kubernetes-validate's bundled schemas: a version it
+    has none for is refused by every command alike (render cannot check its manifests, so none may pass)."""
+    spec = importlib.util.find_spec("kubernetes_validate")
+    if spec is None or not spec.submodule_search_locations:
+        return  # the Pulumi program alone (no offline tooling installed) has nothing to check against
+    schemas = Path(next(iter(spec.submodule_search_locations))) / "kubernetes-json-schema"
+    found = re.compile(r"^v(\d+)\.(\d+)\.\d+-local$")
+    minors = sorted(
+        (int(m[1]), int(m[2])) for m in (found.match(p.name) for p in schemas.iterdir()) if m is not None
+    )
+    wanted = config.cluster.kubernetes_version
+    if minors and tuple(int(n) for n in wanted.split(".")[:2]) not in minors:
+        raise ConfigError(
+            f"no Kubernetes {wanted} schema to check the manifests against (kubernetes-validate has "
+            f"{minors[0][0]}.{minors[0][1]} to {minors[-1][0]}.{minors[-1][1]})",
+            source=config.source,
+            key=f"{PROJECT}:cluster.kubernetesVersion",
+        )
+
+
+# TencentCloud SecretIds: "AKID" and 32 letters and digits.
+_SECRET_ID_VALUE = re.compile(r"^AKID[A-Za-z0-9]{32}$")
+_CREDENTIAL_WORDS = ("secret", "token", "password", "credential", "accesskey", "apikey", "akid")
+
+
+def _meant_secret_key(name: str) -> str | None:
+    """The credential key a `tencentcloud:` key name probably meant (`secret_id` -> secretId), if any."""
+    plain = re.sub(r"[^a-z0-9]", "", name.lower())
+    if not any(word in plain for word in _CREDENTIAL_WORDS):
+        return None
+    if "token" in plain:
+        return "tencentcloud:securityToken"
+    return "tencentcloud:secretId" if plain.endswith("id") or "akid" in plain else "tencentcloud:secretKey"
+
+
+def _credential_problems(values: Mapping[str, Any], secrets: set[str], source: str) -> list[str]:
+    """Credentials under a misspelled `tencentcloud:` key are ignored by the provider and sit in the stack
+    file in plain text; a SecretId-shaped value in plain text is refused under any `tencentcloud:` key."""
+    problems = []
+    for key in sorted(values):
+        namespace, _, name = key.partition(":")
+        if namespace != "tencentcloud" or key in SECRET_KEYS:
+            continue
+        meant = _meant_secret_key(name)
+        value = values[key]
+        if meant is None and key not in secrets and isinstance(value, str) and _SECRET_ID_VALUE.match(value):
+            meant = "tencentcloud:secretId"
+        if meant is not None:
+            state = "a secret" if key in secrets else "a credential in plain text"
+            problems.append(
+                f"{source}: {key}: looks like {state} under a key the provider does not read; probably meant "
+                f"{meant} (pulumi config rm {key}; pulumi config set --secret {meant} ...)"
+            )
+    return problems
 
 
 def _describe(err: ValidationError, source: str) -> list[str]:
     lines = []
-    for detail in err.errors():
+    details = err.errors()
+    for detail in details:
+        if detail["type"] == "too_short" and _has_errors_below(detail["loc"], details):
+            continue  # pydantic counts only the valid items: "needs at least 1" would be false
         loc: list[int | str] = list(detail["loc"])
         message = _message(detail)
         if message.startswith("@"):
             subpath, message = message[1:].split("|", 1)
-            loc += [int(p) if p.isdigit() else p for p in re.split(r"\.|\[|\]\.?", subpath) if p]
+            loc += _subpath_parts(subpath)
+        if detail["type"] in {"union_tag_invalid", "union_tag_not_found"}:
+            loc.append("mode")  # the tag is what is wrong, not the whole `sharing` mapping
         lines.append(f"{source}: {_key_path(loc)}: {message}")
     return lines
+
+
+def _has_errors_below(loc: Sequence[int | str], details: Sequence[Mapping[str, Any]]) -> bool:
+    return any(len(d["loc"]) > len(loc) and tuple(d["loc"][: len(loc)]) == tuple(loc) for d in details)
+
+
+_SUBPATH_PART = re.compile(r'\.?(?P<key>[^.\["]+)|\[(?P<index>\d+)\]|\[(?P<quoted>"(?:[^"\\]|\\.)*")\]')
+# A map key that can be written after a dot in a `pulumi config set --path` path; others are quoted.
+_PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+
+
+def _subpath_parts(subpath: str) -> list[int | str]:
+    """`sharing.migLayout`, `[1].effect`, `["nvidia.com/x"]` -> path parts (as `_at` writes them)."""
+    parts: list[int | str] = []
+    for match in _SUBPATH_PART.finditer(subpath):
+        if match["index"] is not None:
+            parts.append(int(match["index"]))
+        elif match["quoted"] is not None:
+            parts.append(json.loads(match["quoted"]))
+        else:
+            parts.append(match["key"])
+    return parts
 
 
 def _key_path(loc: Sequence[int | str]) -> str:
@@ -614,9 +962,14 @@ def _key_path(loc: Sequence[int | str]) -> str:
     parts = [p for i, p in enumerate(parts) if not (i > 0 and parts[i - 1] == "sharing" and p in _MODES)]
     if not parts:
         return PROJECT
+    if parts[0] == "region":
+        return "tencentcloud:region"  # the one key of another namespace in the model
     text = f"{PROJECT}:{parts[0]}"
     for part in parts[1:]:
-        text += f"[{part}]" if isinstance(part, int) else f".{part}"
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += f".{part}" if _PLAIN_KEY.match(part) else f"[{json.dumps(part)}]"
     return text
 
 

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import TextIO
 
 from gpushare.cluster_expectations import expected_cluster
-from gpushare.errors import GpushareError
-from gpushare.stack_config import load_stack_file, stack_file_name
+from gpushare.errors import ConfigError, GpushareError
+from gpushare.stack_config import load_stack
 from gpushare.verify_checks import VerifyReport, run_checks
 
 EXIT_OK = 0
@@ -57,7 +57,12 @@ def report_table(report: VerifyReport, server: str) -> str:
 
 def cmd_verify(args: argparse.Namespace, out: TextIO) -> int:
     try:
-        stack = load_stack_file(Path(args.dir) / stack_file_name(args.stack), args.stack)
+        # The loader plan, render and check share: a bad stack gets their very line (and exit 2 here).
+        stack = load_stack(Path(args.dir), args.stack)
+    except ConfigError as err:
+        sys.stderr.write(f"{err}\n")
+        return EXIT_CANNOT_CHECK
+    try:
         expected = expected_cluster(stack)
         # The client is imported only here: every other command runs without it.
         from gpushare.cluster_reader import api_client, read_snapshot

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from gpushare.errors import GpushareError
-from gpushare.stack_config import PROJECT
+from gpushare.stack_config import CONFIG_ENV_LIMIT_BYTES, PROJECT, StackConfig
 from offline import policy_driver
 from offline.mock_run import RecordedResource, is_unknown
 from offline.policy_driver import (
@@ -25,7 +25,7 @@ from offline.policy_driver import (
     PolicyPackStartError,
     ProviderInfo,
 )
-from offline.render import StackRun, at_secret_paths, run_stack
+from offline.render import StackRun, at_secret_paths, run_stack, validated_stack
 
 POLICY_PACK_DIR = "policies"
 
@@ -110,6 +110,19 @@ def _pack_interpreter(pack: Path) -> str:
         return sys.executable
 
 
+def _check_config_fits_environment(stack: StackConfig) -> None:
+    """The CLI hands a policy pack the whole stack config in one environment variable (PULUMI_CONFIG),
+    and Linux refuses to start a process with one above MAX_ARG_STRLEN ("Argument list too long")."""
+    if stack.config_env_bytes > CONFIG_ENV_LIMIT_BYTES:
+        raise CheckError(
+            f"the stack config is {stack.config_env_bytes // 1024} KiB as PULUMI_CONFIG, the environment "
+            f"variable the policy pack gets it in; Linux caps one at {CONFIG_ENV_LIMIT_BYTES // 1024} KiB "
+            "(MAX_ARG_STRLEN), so neither this check nor `pulumi preview --policy-pack` can start the pack: "
+            "split the stack",
+            source=stack.source,
+        )
+
+
 def check_stack(
     project_dir: Path,
     stack: str,
@@ -119,6 +132,7 @@ def check_stack(
 ) -> CheckResult:
     project_dir = Path(project_dir)
     pack = pack_dir or project_dir / POLICY_PACK_DIR
+    _check_config_fits_environment(validated_stack(project_dir, stack))
     stack_run = run_stack(project_dir, stack)
     try:
         report = policy_driver.run_policy_pack(

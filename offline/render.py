@@ -15,7 +15,9 @@ cluster version's schema; Helm releases as values files) and `tke/` (node-pool a
 pre-start script decoded next to them, and the files that script installs). Values at secret input
 paths are written as `<secret>`, and a render in which a secret value shows up anywhere else is refused.
 Everything is assembled and checked in memory, written to a temporary directory beside DIR and only
-then renamed into place, so a failed render leaves DIR as it was.
+then renamed into place, so a failed render leaves DIR as it was. Ctrl-C and SIGTERM remove the
+temporary directory on the way out; one left by a SIGKILLed render is swept by the next render of DIR
+(renders into one parent directory take turns on a lock, so a live render's is never swept).
 """
 
 from __future__ import annotations
@@ -25,10 +27,12 @@ import base64
 import binascii
 import contextlib
 import dataclasses
+import fcntl
 import json
 import os
 import re
 import shutil
+import signal
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -40,7 +44,7 @@ import pulumi
 from gpushare import mig_setup, resource_types
 from gpushare.errors import GpushareError
 from gpushare.plan import capacity_table
-from gpushare.stack_config import StackConfig, load_stack_file, stack_file_name
+from gpushare.stack_config import StackConfig, load_stack
 from offline.manifests import (
     HELM_VALUES_SUFFIX,
     dump_yaml,
@@ -86,8 +90,6 @@ _RENDER_ENTRIES: Final = frozenset({RESOURCES_FILE, OUTPUTS_FILE, CAPACITY_FILE,
 # Provider SDKs fill unset arguments from these (TENCENTCLOUD_SECRET_ID is not even marked secret):
 # hidden during the run so credentials never reach resources.json and two machines render the same.
 _AMBIENT_PROVIDER_SETTINGS: Final = ("TENCENTCLOUD_", "KUBECONFIG", "PULUMI_K8S_")
-# Pulumi stack names (optionally org/project/stack); anything else would make a path of the file name.
-_STACK_NAME: Final = re.compile(r"^[A-Za-z0-9_.-]+$")
 # Shorter secret values are not searched for in the output: they would match ordinary text.
 _MIN_LEAK_CHECK_LENGTH: Final = 6
 
@@ -107,6 +109,7 @@ class RenderResult:
     files: tuple[str, ...]
     """Paths relative to `out_dir` (POSIX), sorted."""
     tree: str
+    config: StackConfig | None = None
 
     @property
     def capacity(self) -> dict[str, Any]:
@@ -140,10 +143,9 @@ class StackRun:
 
 
 def validated_stack(project_dir: Path, stack: str) -> StackConfig:
-    """`Pulumi.<stack>.yaml` through gpushare's validator: a `ConfigError` with its message if missing or bad."""
-    if not _STACK_NAME.match(stack):
-        raise RenderError(f"not a stack name: {stack!r}")
-    return load_stack_file(Path(project_dir) / stack_file_name(stack), stack)
+    """`Pulumi.<stack>.yaml` through gpushare's one loader (`load_stack`, as plan and check read it): a
+    `ConfigError` with its message if missing or bad."""
+    return load_stack(Path(project_dir), stack)
 
 
 def run_stack(project_dir: Path, stack: str) -> StackRun:
@@ -373,6 +375,23 @@ def _is_previous_render(directory: Path) -> bool:
 
 
 def _check_replaceable(out_dir: Path) -> None:
+    try:
+        _check_replaceable_dir(out_dir)
+    except OSError as err:
+        raise RenderError(f"{out_dir}: cannot write the render: {err.strerror or err}") from None
+
+
+def _probe_writable(out_dir: Path) -> None:
+    """Before running the program: can a temporary directory be made where DIR (or its first existing
+    ancestor) lives? Made and removed at once, so a refused render writes nothing."""
+    try:
+        existing = next(p for p in (out_dir.parent, *out_dir.parent.parents) if p.exists())
+        os.rmdir(tempfile.mkdtemp(prefix=_staging_prefix(out_dir), dir=existing))
+    except OSError as err:
+        raise RenderError(f"{out_dir}: cannot write the render: {err.strerror or err}") from None
+
+
+def _check_replaceable_dir(out_dir: Path) -> None:
     if out_dir.is_symlink() or (out_dir.exists() and not out_dir.is_dir()):
         raise RenderError(f"{out_dir}: exists and is not a directory")
     if out_dir.is_dir() and not _is_previous_render(out_dir):
@@ -385,32 +404,87 @@ def _check_replaceable(out_dir: Path) -> None:
 def _publish(files: Mapping[str, str], out_dir: Path) -> None:
     """Write `files` into a temporary directory beside `out_dir`, then swap it in.
 
-    The swap is two renames (old DIR aside, new one in): atomic per rename, with a moment in
-    between where DIR does not exist; a failure before the swap leaves DIR untouched.
+    The swap is two renames (old DIR aside, new one in) with SIGINT/SIGTERM held back until both are
+    done; a failure or an interrupt before the swap leaves DIR untouched and removes the temporary
+    directory. Renders into the same parent take turns (a lock on the parent directory), and each
+    first sweeps what killed renders of DIR left behind (SIGKILL runs no cleanup).
     """
     _check_replaceable(out_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.render-", dir=out_dir.parent))
+    try:
+        out_dir.parent.mkdir(parents=True, exist_ok=True)
+        with _render_lock(out_dir.parent):
+            _sweep_leftovers(out_dir)
+            _write_and_swap(files, out_dir)
+    except OSError as err:
+        raise RenderError(f"{out_dir}: cannot write the render: {err.strerror or err}") from None
+
+
+@contextlib.contextmanager
+def _render_lock(directory: Path) -> Iterator[None]:
+    """An exclusive flock on `directory` itself: no lock file to leave behind, released by the kernel
+    when the process dies however it dies."""
+    descriptor = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(descriptor)  # closing releases the lock
+
+
+def _leftover_pattern(out_dir: Path) -> re.Pattern[str]:
+    # tempfile.mkdtemp's names: the prefix below and 8 characters of [a-z0-9_].
+    return re.compile(rf"^{re.escape(_staging_prefix(out_dir))}[a-z0-9_]{{8}}(\.replaced)?$")
+
+
+def _staging_prefix(out_dir: Path) -> str:
+    return f".{out_dir.name}.render-"
+
+
+def _sweep_leftovers(out_dir: Path) -> None:
+    """Remove temporary directories of earlier renders of `out_dir` that were killed. Called with the
+    render lock held: a render holds it from creating its temporary directory to removing it, so any
+    that exists now belongs to a dead process."""
+    pattern = _leftover_pattern(out_dir)
+    for entry in out_dir.parent.iterdir():
+        if pattern.match(entry.name) and entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """SIGINT and SIGTERM wait (the kernel keeps them pending) until the block is done."""
+    held = {signal.SIGINT, signal.SIGTERM}
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def _write_and_swap(files: Mapping[str, str], out_dir: Path) -> None:
+    staging = Path(tempfile.mkdtemp(prefix=_staging_prefix(out_dir), dir=out_dir.parent))
     try:
         for relative, text in files.items():
             path = staging / relative
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(text.encode("utf-8"))  # bytes: no platform newline translation
         staging.chmod(0o755)  # mkdtemp's 0700 would make the render private
-        if out_dir.exists():
-            retired = staging.with_name(staging.name + ".replaced")
-            out_dir.rename(retired)
-            try:
+        with _signals_held():
+            if out_dir.exists():
+                retired = staging.with_name(staging.name + ".replaced")
+                out_dir.rename(retired)
+                try:
+                    staging.rename(out_dir)
+                except OSError:
+                    retired.rename(out_dir)
+                    raise
+                shutil.rmtree(retired, ignore_errors=True)
+            else:
                 staging.rename(out_dir)
-            except OSError:
-                retired.rename(out_dir)
-                raise
-            shutil.rmtree(retired, ignore_errors=True)
-        else:
-            staging.rename(out_dir)
     finally:
         if staging.exists():
-            shutil.rmtree(staging, ignore_errors=True)
+            with _signals_held():
+                shutil.rmtree(staging, ignore_errors=True)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -452,6 +526,7 @@ def render_stack(project_dir: Path, stack: str, out_dir: Path) -> RenderResult:
     # Before running anything: without schemas for the cluster's version nothing can be checked.
     kubernetes_schema = schema_version(stack_config.cluster.kubernetes_version, source=stack_config.source)
     _check_replaceable(out_dir)  # again when publishing; this early one saves running the program
+    _probe_writable(out_dir)
     stack_run = _run_validated(project_dir, stack, stack_config)
     run = stack_run.run
     files = render_files(run, kubernetes_schema, secret_config=bool(stack_run.secret_keys))
@@ -464,11 +539,16 @@ def render_stack(project_dir: Path, stack: str, out_dir: Path) -> RenderResult:
         outputs=run.stack_outputs,
         files=tuple(files),
         tree=resource_tree(run.resources),
+        config=stack_config,
     )
 
 
 def cmd_render(args: argparse.Namespace, out: TextIO) -> int:
+    from gpushare.cli import warn_config_size  # the CLI imports this module lazily; no cycle at import
+
     result = render_stack(Path(args.dir), args.stack, Path(args.out))
+    if result.config is not None:
+        warn_config_size(result.config)
     in_manifests = [file for file in result.files if file.startswith(f"{MANIFESTS_DIR}/")]
     helm_values = sum(1 for file in in_manifests if file.endswith(HELM_VALUES_SUFFIX))
     objects = len(in_manifests) - helm_values

@@ -374,7 +374,7 @@ def test_fallback_is_absent_unless_the_stack_opts_in(project_dir: Path) -> None:
         ),
         (
             {"gpu": "T4", "measuredMiB": 4401, "measuredAt": "June"},
-            "gpushare:sharing.fallback.measuredAt: 'June' is not an ISO date (YYYY-MM-DD)",
+            "gpushare:sharing.fallback.measuredAt: 'June' is not a date (YYYY-MM-DD, or an ISO 8601 date and time)",
         ),
     ],
 )
