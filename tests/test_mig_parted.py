@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pydantic
 import pytest
+from conftest import shared_file
 
 from gpushare.catalog import gpu
 from gpushare.errors import GpushareError
@@ -23,8 +24,8 @@ from gpushare.mig_parted import (
     single_layout_config,
 )
 
-REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"
-OPERATOR_DEFAULT = REFERENCE / "gpu-operator-v25.3.0-default-mig-parted-config.yaml"
+# In the reference tree (../shared): the parity tests get it through `shared_file` (conftest.py).
+OPERATOR_DEFAULT = "reference/gpu-operator-v25.3.0-default-mig-parted-config.yaml"
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "mig_parted"
 H20 = gpu("H20")
 
@@ -52,11 +53,7 @@ def error_of(text: str) -> str:
 
 @pytest.fixture(scope="module")
 def operator_default() -> MigPartedConfig:
-    if not OPERATOR_DEFAULT.is_file():
-        pytest.skip(
-            f"GPU Operator default config not found at {OPERATOR_DEFAULT} (shared/reference is absent)"
-        )
-    return parse(OPERATOR_DEFAULT.read_text(encoding="utf-8"))
+    return parse(shared_file(OPERATOR_DEFAULT).read_text(encoding="utf-8"))
 
 
 def test_gpu_operator_default_config_parses(operator_default: MigPartedConfig) -> None:
@@ -522,8 +519,5 @@ def test_cli_without_files_exits_2() -> None:
 
 
 def test_cli_operator_default_config_is_valid() -> None:
-    if not OPERATOR_DEFAULT.is_file():
-        pytest.skip(
-            f"GPU Operator default config not found at {OPERATOR_DEFAULT} (shared/reference is absent)"
-        )
-    assert run([str(OPERATOR_DEFAULT)]) == (0, f"{OPERATOR_DEFAULT}: valid\n", "")
+    path = shared_file(OPERATOR_DEFAULT)
+    assert run([str(path)]) == (0, f"{path}: valid\n", "")
