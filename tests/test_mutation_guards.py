@@ -84,6 +84,42 @@ def test_a_process_larger_than_the_ceiling_gets_0_replicas_and_one_exclusive_slo
 
 
 # --------------------------------------------------------------------------------------------------------
+# Catalog facts no other test pins
+
+
+def test_a30_profile_ids_and_placements() -> None:
+    # shared/reference/nvidia-device-plugin-and-mig.md section C: 1g.6gb ID14 x4 {0,1,2,3}:1,
+    # 1g.6gb+me ID21 x1, 2g.12gb ID5 x2 {0,2}:2, 2g.12gb+me ID6 x1, 4g.24gb ID0 x1 {0}:4.
+    a30 = catalog.gpu("A30")
+    assert (a30.compute_slices, a30.memory_slices) == (4, 4)
+    assert [
+        (p.name, p.id, p.max_instances, p.placement_starts, p.placement_size) for p in a30.mig_profiles
+    ] == [
+        ("1g.6gb", 14, 4, (0, 1, 2, 3), 1),
+        ("1g.6gb+me", 21, 1, (0, 1, 2, 3), 1),
+        ("2g.12gb", 5, 2, (0, 2), 2),
+        ("2g.12gb+me", 6, 1, (0, 2), 2),
+        ("4g.24gb", 0, 1, (0,), 4),
+    ]
+    assert not any(p.id_inferred for p in a30.mig_profiles)
+
+
+def test_a100_80gb_instance_memory_is_the_captures() -> None:
+    # -lgip on A100 80GB PCIe, driver 515.86.01: 9.50 / 19.50 / 39.25 / 79.00 GiB, x 1024 = 9728 / 19968 /
+    # 40192 / 80896 MiB (+me as its base profile). 1g.20gb was not captured: 20e9 / 2^20 = 19073.5 -> 19073.
+    a100 = catalog.gpu("A100-80GB")
+    assert {p.name: (p.memory_mib, p.memory_inferred) for p in a100.mig_profiles} == {
+        "1g.10gb": (9728, False),
+        "1g.10gb+me": (9728, False),
+        "1g.20gb": (19073, True),
+        "2g.20gb": (19968, False),
+        "3g.40gb": (40192, False),
+        "4g.40gb": (40192, False),
+        "7g.80gb": (80896, False),
+    }
+
+
+# --------------------------------------------------------------------------------------------------------
 # The plan of the degenerate pools
 
 

@@ -14,7 +14,7 @@ import copy
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import date, timedelta
+from datetime import date
 from typing import Any
 
 import pytest
@@ -590,12 +590,13 @@ def test_a_shared_fallback_without_a_named_gpu_is_untuned(
     ],
 )
 def test_an_opted_in_fallback_may_share_up_to_its_tuned_replicas(
-    use_stack: Callable[..., None], gpu: str, measured: int, tuned: int
+    use_stack: Callable[..., None], fixed_today: Callable[[date], None], gpu: str, measured: int, tuned: int
 ) -> None:
+    fixed_today(date(2026, 1, 15))
     use_stack(
         "staging",
         lambda config: config["gpushare:sharing"].update(
-            fallback={"gpu": gpu, "measuredMiB": measured, "measuredAt": date.today().isoformat()}
+            fallback={"gpu": gpu, "measuredMiB": measured, "measuredAt": "2026-01-15"}
         ),
     )
     release = program("staging").get("gpushare-device-plugin-release")
@@ -618,6 +619,44 @@ def test_mig_resources_are_tuned_for_the_mig_instance(
     too_many = with_data(release, "h20", replicas_text(3, "nvidia.com/mig-1g.12gb", "mixed"))
     (message,) = messages_of("time-slicing-replicas-tuned", [too_many])
     assert "replicas 3 exceeds the tuned maximum 2" in message and "H20 MIG 1g.12gb" in message
+
+
+def _whole_h20(config: dict[str, Any]) -> None:
+    config["gpushare:pools"][0]["sharing"] = {"mode": "time-slicing", "measuredMiB": 4621}
+
+
+@pytest.mark.parametrize(
+    ("stack_name", "edit", "key", "resource", "strategy", "tuned"),
+    [
+        # The pack's own numbers, written down by hand (catalog memory, ceiling 0.9), so that a change to
+        # the one tuning rule cannot move the program's replicas and this guard together unnoticed.
+        ("prod", None, "l20", "nvidia.com/gpu", "none", 8),  # floor(41461.2 / 4621) = floor(8.97)
+        ("prod", None, "t4", "nvidia.com/gpu", "none", 3),  # floor(13824 / 4401) = floor(3.14)
+        ("prod", None, "any", "nvidia.com/gpu", "none", 2),  # fallback T4: floor(13824 / 4621) = floor(2.99)
+        ("staging", None, "h20", "nvidia.com/mig-1g.12gb", "mixed", 2),  # floor(0.9 x 11264 / 4621) = 2
+        ("staging", None, "h20", "nvidia.com/mig-1g.24gb", "mixed", 4),  # floor(0.9 x 22138 / 4621) = 4
+        ("staging", _whole_h20, "h20", "nvidia.com/gpu", "none", 19),  # floor(0.9 x 97871 / 4621) = 19
+    ],
+)
+def test_the_packs_tuned_maximum_is_written_down_per_gpu(
+    use_stack: Callable[..., None],
+    stack_name: str,
+    edit: Callable[[dict[str, Any]], None] | None,
+    key: str,
+    resource: str,
+    strategy: str,
+    tuned: int,
+) -> None:
+    use_stack(stack_name, edit)
+    made = program(stack_name)
+    holder = made.get(
+        "gpushare-config-configmap" if stack_name == "prod" else "gpushare-device-plugin-release"
+    )
+    at_most = with_data(holder, key, replicas_text(tuned, resource, strategy))
+    assert messages_of("time-slicing-replicas-tuned", [at_most]) == []
+    over = with_data(holder, key, replicas_text(tuned + 1, resource, strategy))
+    (message,) = messages_of("time-slicing-replicas-tuned", [over])
+    assert f"{resource} replicas {tuned + 1} exceeds the tuned maximum {tuned} = floor(0.9 x" in message
 
 
 def test_underused_replicas_are_advised(prod: Program, use_stack: Callable[..., None]) -> None:
@@ -653,8 +692,11 @@ def test_shared_resources_must_fail_requests_greater_than_one(prod: Program) -> 
     assert 'key "t4"' in message and "failRequestsGreaterThanOne: true" in message
 
 
-def test_old_or_undated_measurements_are_advised(prod: Program, use_stack: Callable[..., None]) -> None:
-    recent = (date.today() - timedelta(days=30)).isoformat()
+def test_old_or_undated_measurements_are_advised(
+    prod: Program, use_stack: Callable[..., None], fixed_today: Callable[[date], None]
+) -> None:
+    fixed_today(date(2026, 1, 15))  # 228 days after the stacks' 2025-06-01
+    recent = "2025-12-16"  # 30 days before
 
     def dated(config: dict[str, Any]) -> None:
         config["gpushare:pools"][0]["sharing"]["measuredAt"] = recent
@@ -675,6 +717,29 @@ def test_old_or_undated_measurements_are_advised(prod: Program, use_stack: Calla
     use_stack("prod", lambda config: config["gpushare:sharing"].update(maxMeasurementAgeDays=30))
     tightened = messages_of("time-slicing-measurement-fresh", [cm], {"maxMeasurementAgeDays": 10_000})
     assert len(tightened) == 3 and "older than 30 days" in tightened[0]
+
+
+@pytest.mark.parametrize(
+    ("today", "advised"),
+    [
+        # 2025-06-01 + 180 days: June 30 - 1 + July 31 + August 31 + September 30 + October 31 = 152 days
+        # to 2025-10-31, + 28 = 180 on 2025-11-28; the limit is "older than", so day 180 is still fresh.
+        (date(2025, 11, 28), []),
+        (date(2025, 11, 29), ["181 days ago, older than 180 days"] * 3),
+        (date(2025, 6, 1), []),  # measured today (the loader's today, UTC+14)
+    ],
+)
+def test_measurement_age_boundary(
+    prod: Program,
+    use_stack: Callable[..., None],
+    fixed_today: Callable[[date], None],
+    today: date,
+    advised: list[str],
+) -> None:
+    fixed_today(today)
+    use_stack("prod")
+    stale = messages_of("time-slicing-measurement-fresh", [prod.get("gpushare-config-configmap")])
+    assert [m.split("(")[1].split("), ")[1].split(". ")[0] for m in stale] == advised
 
 
 def test_config_data_unknown_during_preview_is_skipped(prod: Program, use_stack: Callable[..., None]) -> None:
@@ -834,7 +899,7 @@ def test_a_plugin_without_or_with_a_stale_checksum_does_not_restart(
 def test_the_chart_version_must_be_pinned(staging: Program) -> None:
     release = staging.get("gpushare-device-plugin-release")
     assert messages_of("helm-chart-pinned", [release]) == []
-    for version in (None, "^0.17", "0.17.x", ">=0.15.0"):
+    for version in (None, "^0.17", "0.17.x", ">=0.15.0", "0.17", "0", "0.17.1.2"):
         unpinned = copy.deepcopy(release)
         if version is None:
             del unpinned.props["version"]
@@ -842,6 +907,10 @@ def test_the_chart_version_must_be_pinned(staging: Program) -> None:
             unpinned.props["version"] = version
         (message,) = messages_of("helm-chart-pinned", [unpinned])
         assert "not an exact chart version" in message
+    for version in ("0.17.1", "v0.17.1", "0.20.0-rc.1"):
+        pinned = copy.deepcopy(release)
+        pinned.props["version"] = version
+        assert messages_of("helm-chart-pinned", [pinned]) == [], version
 
 
 def test_top_level_chart_values_that_override_the_files_are_advised(
