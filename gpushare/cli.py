@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TextIO
 
-from gpushare import advise_cli, catalog, device_plugin_config, mig_parted
+from gpushare import advise_cli, catalog, device_plugin_config, input_files, mig_parted
 from gpushare.errors import GpushareError
 from gpushare.plan import build_plan, capacity_json, capacity_table
 from gpushare.stack_config import CONFIG_ENV_LIMIT_BYTES, CONFIG_ENV_WARN_BYTES, StackConfig, load_stack
@@ -29,11 +29,17 @@ class _UsageError(GpushareError):
     pass
 
 
-def _read(path: str) -> str:
+def _from_file(path: str, read: Callable[[str], int]) -> int:
+    """What `read` finds in a file `tune` is given; every problem is one line naming the file (exit 2 when
+    it cannot be read as text, 1 when its content is not what was expected)."""
     try:
-        return Path(path).read_text()
-    except OSError as err:
-        raise _UsageError(f"cannot read: {err.strerror}", source=path) from None
+        text = input_files.read_text(path)
+    except input_files.InputFileError as err:
+        raise _UsageError(err.message, source=path) from None
+    try:
+        return read(text)
+    except GpushareError as err:
+        raise GpushareError(err.message, source=path) from None
 
 
 def cmd_catalog(args: argparse.Namespace, out: TextIO) -> int:
@@ -55,7 +61,9 @@ def cmd_catalog(args: argparse.Namespace, out: TextIO) -> int:
 
 def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
     if args.kind == "device-plugin-config":
-        return device_plugin_config.run_validate_cli(args.files, args.plugin_version, out, sys.stderr)
+        return device_plugin_config.run_validate_cli(
+            args.files, args.plugin_version, out, sys.stderr, mps_root=args.mps_root
+        )
     return mig_parted.run_validate_cli(args.files, args.gpu, out, sys.stderr)
 
 
@@ -70,11 +78,11 @@ def cmd_tune(args: argparse.Namespace, out: TextIO) -> int:
     model = catalog.gpu(args.gpu)
     measured = args.measured_mib
     if args.from_nvidia_smi:
-        measured = largest_process_mib(_read(args.from_nvidia_smi))
+        measured = _from_file(args.from_nvidia_smi, largest_process_mib)
     if measured is None:
         raise _UsageError("give --measured-mib or --from-nvidia-smi")
     if args.gpu_total_from:
-        reported = total_memory_mib(_read(args.gpu_total_from))
+        reported = _from_file(args.gpu_total_from, total_memory_mib)
         if reported != model.memory_mib:
             sys.stderr.write(
                 f"warning: nvidia-smi reports {reported} MiB, the catalog says {model.memory_mib} MiB for "
@@ -167,6 +175,11 @@ def build_parser() -> argparse.ArgumentParser:
     k = kinds.add_parser("device-plugin-config", help="NVIDIA k8s-device-plugin config files")
     k.add_argument("files", nargs="+", metavar="FILE")
     k.add_argument("--plugin-version", choices=device_plugin_config.PLUGIN_VERSIONS, default="0.14.5")
+    k.add_argument(
+        "--mps-root",
+        metavar="PATH",
+        help=f"MPS_ROOT as NVIDIA's charts set it (their default: {device_plugin_config.CHART_MPS_ROOT})",
+    )
     k.set_defaults(run=cmd_validate)
     k = kinds.add_parser("mig-config", help="NVIDIA mig-parted config files")
     k.add_argument("files", nargs="+", metavar="FILE")

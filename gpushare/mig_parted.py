@@ -16,7 +16,6 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal, TextIO
 
 import yaml
@@ -25,7 +24,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from gpushare import catalog
 from gpushare.catalog import GpuModel
 from gpushare.errors import GpushareError
+from gpushare.input_files import InputFileError, read_text
 from gpushare.mig_geometry import MigLayoutError, fit_layout
+from gpushare.yaml_bounds import AliasRecordingComposer, YamlBoundError, load_first_document
 
 VERSION: Literal["v1"] = "v1"
 _TOP_LEVEL_FIELDS = ("version", "mig-configs")
@@ -150,12 +151,20 @@ def _profile_attributes(text: str) -> tuple[str, ...]:
 # --- parsing --------------------------------------------------------------------------------------------
 
 
+class _BoundedLoader(AliasRecordingComposer, yaml.SafeLoader):
+    """PyYAML, refusing what go-yaml refuses for aliasing (gpushare.yaml_bounds)."""
+
+
 def parse(text: str) -> MigPartedConfig:
-    """Parse and validate a mig-parted config file's text; raises `MigPartedConfigError`."""
+    """Parse and validate a mig-parted config file's text (its first YAML document, as sigs.k8s.io/yaml
+    reads it); raises `MigPartedConfigError`, or `YamlTooDeepError` (no verdict) for nesting deeper than
+    this checker follows. An empty file parses to no configs, as upstream: see `run_validate_cli`."""
     try:
-        document = yaml.safe_load(text)
+        document = load_first_document(_BoundedLoader, text)
     except yaml.YAMLError as exc:
         raise MigPartedConfigError(f"not valid YAML: {_yaml_problem(exc)}") from None
+    except YamlBoundError as exc:
+        raise MigPartedConfigError(f"not valid YAML: {exc.reason}") from None
     if document is None:  # mig-parted accepts an empty file (no configs)
         return MigPartedConfig()
     if not isinstance(document, dict):
@@ -446,11 +455,19 @@ def _profile_order(name: str) -> tuple[int, int, str]:
 
 # --- CLI ------------------------------------------------------------------------------------------------
 
+NO_CONFIGS = (
+    "no mig-configs: mig-parted reads the file but has no config to select "
+    "(`nvidia-mig-parted assert --valid-config` and `apply` fail: selected mig-config not present)"
+)
+
 
 def run_validate_cli(paths: Sequence[str], gpu_key: str | None, out: TextIO, err: TextIO) -> int:
     """`validate mig-config FILE... [--gpu MODEL]`: one `FILE: valid|invalid: reason` line per file.
 
-    Exit status: 0 all valid, 1 some invalid, 2 a file could not be read or the GPU model is unknown.
+    "valid" means what `nvidia-mig-parted assert --valid-config` accepts: the file parses AND names at least
+    one config (an empty file, or `version: v1` alone, parses but leaves the MIG manager nothing to select).
+    Exit status: 0 all valid, 1 some invalid, 2 a file could not be read (missing, a directory, over 1 MiB,
+    not UTF-8 text, nested too deeply to check) or the GPU model is unknown.
     """
     gpu: GpuModel | None = None
     if gpu_key is not None:
@@ -465,18 +482,24 @@ def run_validate_cli(paths: Sequence[str], gpu_key: str | None, out: TextIO, err
     status = 0
     for path in paths:
         try:
-            text = Path(path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            print(f"{path}: cannot read: {exc}", file=err)
+            text = read_text(path)
+        except InputFileError as exc:
+            print(exc, file=err)
             status = 2
             continue
         try:
             config = parse(text)
+            if not config.mig_configs:
+                raise MigPartedConfigError(NO_CONFIGS)
             if gpu is not None:
                 check_fits(config, gpu)
         except MigPartedConfigError as exc:
             print(f"{path}: invalid: {exc}", file=out)
             status = max(status, 1)
+            continue
+        except GpushareError as exc:  # too deeply nested to check: no verdict
+            print(f"{path}: error: {exc}", file=err)
+            status = 2
             continue
         print(f"{path}: valid", file=out)
     return status

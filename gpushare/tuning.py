@@ -104,13 +104,19 @@ def tune(
     )
 
 
-_MIB = re.compile(r"^\s*(\d+)\s*MiB\s*$", re.IGNORECASE)
+# At most 15 digits: no GPU has that many MiB, and Python refuses to convert very long digit strings.
+_MIB = re.compile(r"^\s*([0-9]{1,15})\s*MiB\s*$", re.IGNORECASE)
 
 
 def largest_process_mib(compute_apps_csv: str) -> int:
     """The largest `used_memory` in `nvidia-smi --query-compute-apps=pid,process_name,used_memory
     --format=csv` output (with or without the header, with or without `nounits`)."""
-    rows = [row for row in csv.reader(io.StringIO(compute_apps_csv)) if row and any(c.strip() for c in row)]
+    try:
+        rows = [
+            row for row in csv.reader(io.StringIO(compute_apps_csv)) if row and any(c.strip() for c in row)
+        ]
+    except csv.Error as err:
+        raise GpushareError(f"not nvidia-smi CSV output: {err}") from None
     if rows and not rows[0][-1].strip()[:1].isdigit():
         header = [c.strip().lower() for c in rows[0]]
         rows = rows[1:]
@@ -119,20 +125,27 @@ def largest_process_mib(compute_apps_csv: str) -> int:
         column = -1
     values = []
     for row in rows:
+        if column >= len(row):
+            raise GpushareError(
+                f"a row without a used_memory column in nvidia-smi output: {','.join(row)[:80]!r}"
+            )
         cell = row[column].strip()
         match = _MIB.match(cell)
         if match:
             values.append(int(match.group(1)))
-        elif cell.isdigit():
+        elif cell.isascii() and cell.isdigit() and len(cell) <= 15:
             values.append(int(cell))
         else:
-            raise GpushareError(f"unreadable used_memory value {cell!r} in nvidia-smi output")
+            raise GpushareError(f"unreadable used_memory value {cell[:40]!r} in nvidia-smi output")
     if not values:
         raise GpushareError("no compute processes in the nvidia-smi output")
     return max(values)
 
 
-_FB_TOTAL = re.compile(r"FB Memory Usage\s*\n\s*Total\s*:\s*(\d+)\s*MiB", re.IGNORECASE)
+# No `\s*\n\s*`: on a long run of newlines that backtracks quadratically (a 1 MiB file took hours).
+_FB_TOTAL = re.compile(
+    r"FB Memory Usage[ \t]*\r?\n[ \t]*Total[ \t]*:[ \t]*([0-9]{1,15})[ \t]*MiB", re.IGNORECASE
+)
 
 
 def total_memory_mib(nvidia_smi_q: str) -> int:

@@ -12,6 +12,7 @@ too deep to check, which is not a verdict on the file.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import yaml
@@ -118,11 +119,56 @@ def check_aliasing(root: yaml.Node, alias_slots: dict[tuple[int, object], str]) 
             stack.append((child, depth + 1, expanding | {key}))
 
 
+GO_YAML_MAX_DEPTH = 10_000  # go-yaml scannerc.go max_flow_level / max_indents
+# Flow collections nested deeper than this are refused before PyYAML sees them: its scanner looks ahead
+# over every open `[`/`{` for a possible key (quadratic: 50 000 levels took a minute), and its composer
+# recurses per level anyway.
+MAX_FOLLOWED_FLOW_DEPTH = 200
+
+
+def check_flow_depth(text: str) -> None:
+    """A linear pre-scan of `[`/`{` nesting (quoted scalars and comments skipped). Raises YamlBoundError
+    where go-yaml stops ("exceeded max depth of 10000"), YamlTooDeepError above what is followed here."""
+    depth = deepest = 0
+    quote = ""
+    previous = "\n"  # the last character outside a quoted scalar
+    index, length = 0, len(text)
+    while index < length:
+        char = text[index]
+        if quote:
+            if char == quote:
+                if quote == "'" and text[index + 1 : index + 2] == "'":
+                    index += 1  # '' inside a single-quoted scalar
+                else:
+                    quote = ""
+            elif char == "\\" and quote == '"':
+                index += 1
+        elif char == "#" and previous in " \t\n":
+            newline = text.find("\n", index)
+            index = length if newline < 0 else newline
+            continue
+        elif char in "'\"" and (depth or previous in " \t\n:-,[{?"):
+            quote = char
+        elif char in "[{" and (depth or previous in " \t\n:-,[{?"):
+            depth += 1
+            deepest = max(deepest, depth)
+            if depth > GO_YAML_MAX_DEPTH:
+                raise YamlBoundError(f"exceeded max depth of {GO_YAML_MAX_DEPTH}")
+        elif char in "]}" and depth:
+            depth -= 1
+        if char not in " \t" or previous == "\n":
+            previous = char
+        index += 1
+    if deepest > MAX_FOLLOWED_FLOW_DEPTH:
+        raise YamlTooDeepError()
+
+
 def load_first_document(loader_class: type[yaml.SafeLoader], text: str) -> object:
     """The first YAML document of `text` (go-yaml's Unmarshal never looks further), constructed by
     `loader_class` (which must mix in AliasRecordingComposer) after the aliasing check.
 
     Raises yaml.YAMLError for syntax errors, YamlBoundError, or YamlTooDeepError."""
+    check_flow_depth(text)
     loader: Any = loader_class(text)
     try:
         if not loader.check_node():
@@ -136,3 +182,32 @@ def load_first_document(loader_class: type[yaml.SafeLoader], text: str) -> objec
         raise YamlTooDeepError() from None
     finally:
         loader.dispose()
+
+
+def iter_documents(loader_class: type[yaml.SafeLoader], text: str) -> Iterator[object]:
+    """Every document of `text`, each checked like `load_first_document` before it is constructed."""
+    check_flow_depth(text)
+    loader: Any = loader_class(text)
+    try:
+        while loader.check_node():
+            loader.alias_slots = {}
+            loader.get_event()
+            node = loader.compose_node(None, None)
+            loader.get_event()
+            check_aliasing(node, getattr(loader, "alias_slots", {}))
+            loader.anchors = {}
+            yield loader.construct_document(node)
+    except RecursionError:
+        raise YamlTooDeepError() from None
+    finally:
+        loader.dispose()
+
+
+class _SafeBoundedLoader(AliasRecordingComposer, yaml.SafeLoader):
+    pass
+
+
+def safe_load_bounded(text: str) -> object:
+    """`yaml.safe_load` for text from a cluster object (a ConfigMap value): the first document, refused like
+    go-yaml refuses it (YamlBoundError) or when too deep to follow (YamlTooDeepError)."""
+    return load_first_document(_SafeBoundedLoader, text)

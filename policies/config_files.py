@@ -22,6 +22,7 @@ from gpushare import device_plugin_config, kube_names
 from gpushare.device_plugin_config import DevicePluginConfig, DevicePluginConfigError, EffectiveFlags
 from gpushare.errors import GpushareError
 from gpushare.resource_types import CONFIG_MAP
+from gpushare.yaml_bounds import YamlBoundError, YamlTooDeepError, safe_load_bounded
 from policies.props import UNKNOWN, Resource, dig, integer, mapping, string_map, text
 
 DEFAULT_PLUGIN_VERSION: Final = "0.14.5"
@@ -30,8 +31,16 @@ NEWEST_PLUGIN_VERSION: Final = device_plugin_config.PLUGIN_VERSIONS[-1]
 # other than the two modelled are checked with the rules of the one on their side of it.
 RESTRUCTURED_IN: Final = (0, 15, 0)
 # What PyYAML raises on text that is not YAML: besides YAMLError, constructor errors such as
-# `date: 2025-13-45` (ValueError). Such text is simply not a config file.
-YAML_FAILURES: Final = (yaml.YAMLError, ValueError, TypeError, OverflowError)
+# `date: 2025-13-45` (ValueError); and what go-yaml would refuse (aliasing) or is too deep to follow.
+# Such text is simply not a config file.
+YAML_FAILURES: Final = (
+    yaml.YAMLError,
+    ValueError,
+    TypeError,
+    OverflowError,
+    YamlBoundError,
+    YamlTooDeepError,
+)
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)")
 
 
@@ -74,7 +83,7 @@ def image_version(image: str | None) -> tuple[int, int, int] | None:
 def looks_like_plugin_config(content: str) -> bool:
     """A YAML mapping with `sharing` or `flags` (matched case-insensitively, as the plugin does)."""
     try:
-        document = yaml.safe_load(content)
+        document = safe_load_bounded(content)
     except YAML_FAILURES:
         return False
     return isinstance(document, dict) and any(str(key).lower() in ("sharing", "flags") for key in document)
@@ -145,7 +154,7 @@ def _key(document: object, name: str) -> Any:
 def _raw_view(content: str, error: DevicePluginConfigError) -> PluginConfigView:
     """What a refused file says, read leniently, so `replicas: 1` is still named as such."""
     try:
-        document = yaml.safe_load(content)
+        document = safe_load_bounded(content)
     except YAML_FAILURES:
         document = None
     time_slicing = _key(_key(document, "sharing"), "timeSlicing")

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
-import yaml
 from pulumi_policy import ReportViolation, StackValidationArgs, StackValidationPolicy
 
 from gpushare import catalog, gpu_driver, kube_names, mig_parted
@@ -21,6 +20,7 @@ from gpushare.errors import GpushareError
 from gpushare.mig_geometry import fit_layout
 from gpushare.plan import FALLBACK_KEY
 from gpushare.stack_config import PROJECT
+from gpushare.yaml_bounds import safe_load_bounded
 from policies.config_files import YAML_FAILURES, ConfigSource, read_plugin_config
 from policies.props import dig, mapping, string_map, text
 from policies.reporting import report_once
@@ -163,7 +163,7 @@ def _mig_parted_problems(view: StackView) -> Iterator[tuple[str, str]]:
 
 def _looks_like_mig_parted(content: str) -> bool:
     try:
-        document: Any = yaml.safe_load(content)
+        document: Any = safe_load_bounded(content)
     except YAML_FAILURES:
         return False
     return isinstance(document, dict) and "mig-configs" in document

@@ -978,8 +978,8 @@ def test_cli_unreadable_exits_2(tmp_path: Path) -> None:
     assert status == 2
     assert out == f"{bad}: invalid: version: unknown version: v2\n"
     assert err.splitlines() == [
-        f"{tmp_path}: error: Is a directory",
-        f"{tmp_path / 'missing.yaml'}: error: No such file or directory",
+        f"{tmp_path}: is a directory, not a file",
+        f"{tmp_path / 'missing.yaml'}: no such file",
     ]
 
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import io
+import json
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pydantic
 import pytest
@@ -497,7 +499,7 @@ def test_cli_unreadable_file_exits_2_but_still_checks_the_others(tmp_path: Path)
     status, out, err = run([missing, good])
     assert status == 2
     assert out == f"{good}: valid\n"
-    assert err.startswith(f"{missing}: cannot read: ")
+    assert err == f"{missing}: no such file\n"
 
 
 def test_cli_non_utf8_file_is_unreadable(tmp_path: Path) -> None:
@@ -521,3 +523,20 @@ def test_cli_without_files_exits_2() -> None:
 def test_cli_operator_default_config_is_valid() -> None:
     path = shared_file(OPERATOR_DEFAULT)
     assert run([str(path)]) == (0, f"{path}: valid\n", "")
+
+
+# --- recorded upstream verdicts (`nvidia-mig-parted assert --valid-config`) -----------------------------
+
+UPSTREAM_VALID_CONFIG = json.loads((FIXTURES / "upstream_valid_config.json").read_text())
+
+
+@pytest.mark.parametrize(
+    "recorded", UPSTREAM_VALID_CONFIG, ids=[f"m{i:02d}" for i in range(len(UPSTREAM_VALID_CONFIG))]
+)
+def test_cli_verdicts_agree_with_mig_parted(recorded: dict[str, Any], tmp_path: Path) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text(recorded["text"])
+    status, out, err = run([str(path)])
+    assert (status == 0) is recorded["valid"], (out, err, recorded["message"])
+    if not recorded["valid"]:
+        assert (status, err) == (1, "")

@@ -791,6 +791,23 @@ def test_helm_configs_are_validated_with_the_chart_version_and_its_values(
     assert messages and all("(value from a CLI/env override)" in m for m in messages)
 
 
+def test_hostile_config_values_are_refused_not_expanded(
+    prod: Program, use_stack: Callable[..., None]
+) -> None:
+    # A 9x9 alias bomb and 50 000 nested brackets: go-yaml (the plugin's reader) refuses both, and so
+    # does the pack, without expanding them (an expansion would not finish).
+    use_stack("prod")
+    bomb = "flags: {}\nl0: &l0 [" + ",".join(['"lol"'] * 9) + "]\n"
+    bomb += "".join(f"l{i}: &l{i} [" + ",".join([f"*l{i - 1}"] * 9) + "]\n" for i in range(1, 10))
+    for text, reason in (
+        (bomb, "document contains excessive aliasing"),
+        ("flags: " + "[" * 50_000 + "]" * 50_000, "exceeded max depth of 10000"),
+    ):
+        cm = with_data(prod.get("gpushare-config-configmap"), "l20", text)
+        messages = messages_of("device-plugin-config-valid", prod.but(cm))
+        assert any('key "l20"' in m and reason in m for m in messages), messages
+
+
 MPS_CONFIG = "version: v1\nsharing:\n  mps:\n    resources:\n    - name: gpu\n      replicas: 3\n"
 
 
