@@ -18,6 +18,7 @@ Hand arithmetic used below (memory from the catalog, which cites nvidia-smi; cei
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 import shutil
 from collections.abc import Callable, Iterator
@@ -31,6 +32,7 @@ from conftest import FIXTURES, PROJECT_DIR
 from test_policies import UNKNOWN, Res, all_messages, mandatory, messages_of
 
 from gpushare import catalog, kube_names
+from gpushare.cli import main
 from gpushare.errors import ConfigError
 from gpushare.plan import build_plan
 from gpushare.stack_config import DevicePlugin, load_stack_file
@@ -81,6 +83,13 @@ def test_a_process_larger_than_the_ceiling_gets_0_replicas_and_one_exclusive_slo
     assert tuning.headroom_mib_per_slot == 1360  # 15360 / 1 - 14000
     assert tuning.as_json()["utilization"] == 0.9115  # 14000 / 15360 = 0.91146
     assert tuning.as_json()["replicas"] == 0
+
+
+def test_tune_command_on_a_process_larger_than_the_ceiling() -> None:
+    out = io.StringIO()
+    assert main(["tune", "--gpu", "T4", "--measured-mib", "14000", "--json"], out) == 0
+    result = json.loads(out.getvalue())
+    assert (result["replicas"], result["shared"], result["headroomMiBPerSlot"]) == (0, False, 1360.0)
 
 
 # --------------------------------------------------------------------------------------------------------
