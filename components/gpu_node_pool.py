@@ -27,6 +27,8 @@ class GpuNodePoolArgs:
     # which installs the boot-time MIG unit. The composition decides; None leaves MIG to someone else.
     pre_start_script: str | None = None
     protect: bool = False
+    # TKE's `gpu_args.mig_enable`; None: on for MIG pools (the GPU Operator mode decides it explicitly).
+    mig_enable: bool | None = None
     # TKE's switch label for its own device plugin: `disable` opts the pool out of it (managedPlugin optOut).
     device_enable: str = kube_names.DEVICE_ENABLE_VALUE
 
@@ -48,11 +50,13 @@ def _software(software: SoftwareVersion | None) -> dict[str, str] | None:
     return None if software is None else {"version": software.version, "name": software.name}
 
 
-def gpu_args(pool: Pool) -> tencentcloud.kubernetes.NodePoolNodeConfigGpuArgsArgs:
+def gpu_args(
+    pool: Pool, mig_enable: bool | None = None
+) -> tencentcloud.kubernetes.NodePoolNodeConfigGpuArgsArgs:
     driver = pool.driver
     cudnn = driver.cudnn if driver else None
     return tencentcloud.kubernetes.NodePoolNodeConfigGpuArgsArgs(
-        mig_enable=isinstance(pool.sharing, Mig),
+        mig_enable=isinstance(pool.sharing, Mig) if mig_enable is None else mig_enable,
         driver=_software(driver),
         cuda=_software(driver.cuda) if driver and driver.cuda else None,
         cudnn=None
@@ -76,7 +80,7 @@ class GpuNodePool(pulumi.ComponentResource):
         self.labels = node_labels(args)
         script = base64.b64encode(args.pre_start_script.encode()).decode() if args.pre_start_script else None
         node_config = tencentcloud.kubernetes.NodePoolNodeConfigArgs(
-            gpu_args=gpu_args(pool),
+            gpu_args=gpu_args(pool, args.mig_enable),
             pre_start_user_script=script,
             # TKE runs the pre-start script only on existing instances added to the pool; its user script
             # runs after the Kubernetes components start, also (inferred) on nodes the scaling group

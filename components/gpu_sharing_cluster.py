@@ -10,6 +10,7 @@ import pulumi
 from components.device_plugin_daemonsets import DevicePluginDaemonSets, DevicePluginDaemonSetsArgs
 from components.device_plugin_release import DevicePluginRelease, DevicePluginReleaseArgs
 from components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
+from components.gpu_operator_release import GpuOperatorRelease, GpuOperatorReleaseArgs
 from components.managed_device_plugin import ManagedDevicePlugin, ManagedDevicePluginArgs
 from components.mig_partition import MigPartition, MigPartitionArgs
 from components.time_slicing_config import TimeSlicingConfig, TimeSlicingConfigArgs
@@ -44,7 +45,12 @@ class GpuSharingCluster(pulumi.ComponentResource):
         for pool in stack.pools:
             extra: dict[str, str] = {}
             script = None
-            if isinstance(pool.sharing, Mig):
+            mig_enable = None
+            if isinstance(pool.sharing, Mig) and plugin.mode == "gpu-operator":
+                # The operator's MIG manager applies the label's layout, and again after every reboot.
+                extra[kube_names.LABEL_MIG_CONFIG] = pool.sharing.config_name
+                mig_enable = plugin.gpu_operator.tke_mig_enable
+            elif isinstance(pool.sharing, Mig):
                 partition = MigPartition(f"{name}-{pool.name}-mig", MigPartitionArgs(pool), child)
                 extra[kube_names.LABEL_MIG_CONFIG] = partition.config_name
                 # daemonsets and helm modes run no MIG manager: the nodes partition their own GPUs at
@@ -59,6 +65,7 @@ class GpuSharingCluster(pulumi.ComponentResource):
                     pool=pool,
                     extra_labels=extra,
                     pre_start_script=script,
+                    mig_enable=mig_enable,
                     protect=pool.protect if pool.protect is not None else stack.protect_pools,
                     device_enable=managed.device_enable_value,
                 ),
@@ -99,11 +106,15 @@ class GpuSharingCluster(pulumi.ComponentResource):
                         f"{name}-managed-plugin", ManagedDevicePluginArgs(managed), child
                     ).patch
                 )
-            DevicePluginRelease(
-                f"{name}-device-plugin",
-                DevicePluginReleaseArgs(plugin, entries),
-                pulumi.ResourceOptions(parent=self, depends_on=handover),
-            )
+            after_handover = pulumi.ResourceOptions(parent=self, depends_on=handover)
+            if plugin.mode == "helm":
+                DevicePluginRelease(
+                    f"{name}-device-plugin", DevicePluginReleaseArgs(plugin, entries), after_handover
+                )
+            else:
+                GpuOperatorRelease(
+                    f"{name}-gpu-operator", GpuOperatorReleaseArgs(self.plan, entries), after_handover
+                )
 
         self.register_outputs(
             {

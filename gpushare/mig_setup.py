@@ -20,6 +20,7 @@ from importlib import resources
 from gpushare import mig_parted
 from gpushare.catalog import GpuModel
 from gpushare.mig_geometry import creation_orders
+from gpushare.mig_parted import MigConfigEntry, MigPartedConfig
 
 UNIT_NAME = "gpushare-mig.service"
 SETUP_SCRIPT_PATH = "/usr/local/sbin/gpushare-mig-setup"
@@ -98,3 +99,13 @@ def embedded_files(script: str) -> dict[str, str]:
 
 def mig_parted_config_text(layout: Mapping[str, int], config_name: str) -> str:
     return mig_parted.render(mig_parted.single_layout_config(config_name, layout))
+
+
+def merged_mig_parted_config_text(layouts: Mapping[str, Mapping[str, int]], disabled_name: str) -> str:
+    """ONE mig-parted file for the GPU Operator's MIG manager (it mounts exactly one ConfigMap): every
+    layout under its `nvidia.com/mig.config` name, sorted, plus `disabled_name` (MIG off), which the
+    manager applies to MIG-capable nodes that carry no label."""
+    configs: dict[str, tuple[MigConfigEntry, ...]] = {disabled_name: (MigConfigEntry(mig_enabled=False),)}
+    for name in sorted(layouts):
+        configs.update(mig_parted.single_layout_config(name, layouts[name]).mig_configs)
+    return mig_parted.render(MigPartedConfig(mig_configs=configs))

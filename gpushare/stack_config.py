@@ -35,7 +35,15 @@ from gpushare.tuning import DEFAULT_CEILING
 PROJECT = "gpushare"
 DEFAULT_CHART_VERSION = "0.17.1"
 DEFAULT_CHART_REPOSITORY = "https://nvidia.github.io/k8s-device-plugin"
+# NVIDIA's GPU Operator chart, pinned: chart version -> the device-plugin version its values.yaml deploys
+# (`devicePlugin.version`). Only versions whose values gpushare was checked against are accepted.
+OPERATOR_CHART_REPOSITORY = "https://helm.ngc.nvidia.com/nvidia"
+OperatorChartVersion = Literal["v26.7.0"]
+OPERATOR_CHART_PLUGIN_VERSIONS: dict[str, str] = {"v26.7.0": "0.20.0"}
+DEFAULT_OPERATOR_CHART_VERSION: OperatorChartVersion = "v26.7.0"
 TKE_PLUGIN_IMAGE = "sgccr.ccs.tencentyun.com/tkeimages/nvidia-device-plugin:v0.14.5"
+# The GPU Operator MIG manager's config for MIG-capable nodes without a `nvidia.com/mig.config` label.
+MIG_CONFIG_ALL_DISABLED = "all-disabled"
 # Config keys that must only ever arrive as `secure:` values.
 SECRET_KEYS = frozenset(
     {"tencentcloud:secretId", "tencentcloud:secretKey", "tencentcloud:securityToken", f"{PROJECT}:kubeconfig"}
@@ -155,8 +163,42 @@ class ManagedPlugin(_Model):
         return kube_names.DEVICE_DISABLE_VALUE if self.action == "optOut" else kube_names.DEVICE_ENABLE_VALUE
 
 
+class GpuOperator(_Model):
+    """`devicePlugin.gpuOperator`: NVIDIA's GPU Operator on TKE (facts and confidence: README, GPU Operator).
+
+    Defaults follow TKE's node set-up: TKE installs the driver and points containerd's `runc` runtime at
+    NVIDIA's, so the operator's driver and toolkit stay off, CDI stays off (containerd 1.6), and the operands
+    run under the RuntimeClass `runc` (INFERRED: check `/etc/containerd/config.toml` on a node).
+    """
+
+    chart_version: OperatorChartVersion = Field(default=DEFAULT_OPERATOR_CHART_VERSION, alias="chartVersion")
+    chart_repository: str = Field(default=OPERATOR_CHART_REPOSITORY, alias="chartRepository")
+    namespace: str = Field(default="gpu-operator", pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63)
+    runtime_class: str = Field(
+        default="runc", alias="runtimeClass", pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length=63
+    )
+    driver_enabled: bool = Field(default=False, alias="driverEnabled")
+    toolkit_enabled: bool = Field(default=False, alias="toolkitEnabled")
+    cdi_enabled: bool = Field(default=False, alias="cdiEnabled")
+    # The cluster runs the Prometheus Operator: the DCGM exporter gets a ServiceMonitor.
+    prometheus_operator: bool = Field(default=False, alias="prometheusOperator")
+    # Cloud VMs are GPU pass-through: changing MIG mode needs a VM reboot, which the MIG manager then does.
+    mig_manager_with_reboot: bool = Field(default=True, alias="migManagerWithReboot")
+    # Also set TKE's `gpu_args.mig_enable` on MIG pools (MIG mode on from first boot, but TKE's own layout
+    # and reboot behaviour are UNKNOWN; the MIG manager alone owns the layout when false).
+    tke_mig_enable: bool = Field(default=False, alias="tkeMigEnable")
+
+    @property
+    def plugin_version(self) -> str:
+        return OPERATOR_CHART_PLUGIN_VERSIONS[self.chart_version]
+
+
+# Keys of `devicePlugin` that configure the device-plugin chart or our DaemonSets, not the GPU Operator.
+_NOT_OPERATOR_KEYS = ("version", "image", "chart_repository", "namespace", "gfd_enabled", "mig_strategy")
+
+
 class DevicePlugin(_Model):
-    mode: Literal["daemonsets", "helm"] = "daemonsets"
+    mode: Literal["daemonsets", "helm", "gpu-operator"] = "daemonsets"
     version: Literal["0.14.5", "0.17.1", "0.20.0"] | None = None
     image: str | None = None
     chart_repository: str = Field(default=DEFAULT_CHART_REPOSITORY, alias="chartRepository")
@@ -165,6 +207,21 @@ class DevicePlugin(_Model):
     nfd_present: bool = Field(default=False, alias="nfdPresent")
     mig_strategy: Literal["none", "single", "mixed"] | None = Field(default=None, alias="migStrategy")
     managed_plugin: ManagedPlugin = Field(default_factory=ManagedPlugin, alias="managedPlugin")
+    gpu_operator: GpuOperator = Field(default_factory=GpuOperator, alias="gpuOperator")
+
+    @model_validator(mode="after")
+    def _mode_keys(self) -> DevicePlugin:
+        if self.mode == "gpu-operator":
+            for name in _NOT_OPERATOR_KEYS:
+                if name in self.model_fields_set:
+                    alias = DevicePlugin.model_fields[name].alias or name
+                    raise _at(
+                        alias,
+                        "does not apply to mode gpu-operator (the operator chart decides it; see gpuOperator)",
+                    )
+        elif "gpu_operator" in self.model_fields_set:
+            raise _at("gpuOperator", f"only applies to mode gpu-operator, not {self.mode}")
+        return self
 
     @field_validator("image")
     @classmethod
@@ -197,6 +254,8 @@ class DevicePlugin(_Model):
 
     @property
     def plugin_version(self) -> str:
+        if self.mode == "gpu-operator":
+            return self.gpu_operator.plugin_version
         if self.version:
             return self.version
         return "0.14.5" if self.mode == "daemonsets" else DEFAULT_CHART_VERSION
@@ -211,8 +270,9 @@ class DevicePlugin(_Model):
 
     @property
     def node_feature_discovery(self) -> bool:
-        """GFD brings NFD with the chart; `nfdPresent` says the cluster runs its own."""
-        return self.gfd_enabled or self.nfd_present
+        """GFD brings NFD with the chart, the GPU Operator always brings or needs it; `nfdPresent` says the
+        cluster runs its own."""
+        return self.mode == "gpu-operator" or self.gfd_enabled or self.nfd_present
 
 
 class Sharing(_Model):
@@ -520,9 +580,15 @@ class StackConfig(_Model):
                 )
         if managed.action == "adopt":
             if plugin.mode != "daemonsets":
-                raise _at("sharing.devicePlugin.managedPlugin.action", "adopt only works in daemonsets mode")
+                raise _at(
+                    "sharing.devicePlugin.managedPlugin.action",
+                    f"adopt only works in daemonsets mode, not {plugin.mode} (the {plugin.mode} plugin serves "
+                    "every pool; TKE's DaemonSet must stay off them)",
+                )
             if managed.pool not in seen:
                 raise _at("sharing.devicePlugin.managedPlugin.pool", f"no pool named {managed.pool!r}")
+        if plugin.mode == "gpu-operator":
+            self._one_layout_per_mig_config_name()
         if plugin.mig_strategy is not None:
             # The chart renders a top-level migStrategy as MIG_STRATEGY env, which overrides every per-node
             # config file: it must agree with what every pool's file says.
@@ -535,6 +601,27 @@ class StackConfig(_Model):
                         "it as MIG_STRATEGY env, which beats every per-node config file); leave it unset",
                     )
         return self
+
+    def _one_layout_per_mig_config_name(self) -> None:
+        """The GPU Operator's MIG manager reads ONE mig-parted file for all pools: a name in it (the
+        `nvidia.com/mig.config` label value) can mean one layout only."""
+        layouts: dict[str, dict[str, int]] = {MIG_CONFIG_ALL_DISABLED: {}}
+        for index, pool in enumerate(self.pools):
+            sharing = pool.sharing
+            if not isinstance(sharing, Mig):
+                continue
+            name = sharing.config_name
+            if name in layouts and layouts[name] != sharing.mig_layout:
+                why = (
+                    "is the MIG manager's config for unlabelled nodes"
+                    if name == MIG_CONFIG_ALL_DISABLED
+                    else "names another pool's different layout"
+                )
+                raise _at(
+                    f"pools[{index}].sharing.layoutName",
+                    f"{name!r} {why}; the GPU Operator's one mig-parted file needs one layout per name",
+                )
+            layouts[name] = dict(sharing.mig_layout)
 
     @property
     def plugin(self) -> DevicePlugin:

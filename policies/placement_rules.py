@@ -87,7 +87,7 @@ def _strategy_for(view: StackView, workload: Workload, pool: NodePoolView) -> tu
             return None
         # The config-manager's choice: the node label's key, else `config.default` (gpushare sets `any`).
         selected = (pool.labels or {}).get(kube_names.LABEL_PLUGIN_CONFIG)
-        default = text(dig(workload.values, "config", "default")) or FALLBACK_KEY
+        default = workload.config_default or FALLBACK_KEY
         key = selected if selected is not None and selected in source.data else default
         content = source.data.get(key)
         version, overrides = workload.plugin_version, workload.overrides()
@@ -340,8 +340,8 @@ def _check_pool_labels(args: StackValidationArgs, report_violation: ReportViolat
 
 ONE_DEVICE_PLUGIN_PER_NODE: Final = StackValidationPolicy(
     name="one-device-plugin-per-node",
-    description="No two device plugins (our DaemonSets, the Helm chart, TKE's DaemonSet unless parked or "
-    "the pool opts out with nvidia-device-enable=disable) can land on the same node pool.",
+    description="No two device plugins (our DaemonSets, the Helm chart, the GPU Operator's, TKE's DaemonSet "
+    "unless parked or the pool opts out with nvidia-device-enable=disable) can land on the same node pool.",
     validate=_check_one_plugin,
 )
 MIG_ONLY_ON_MIG_CAPABLE_GPUS: Final = StackValidationPolicy(

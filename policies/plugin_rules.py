@@ -28,7 +28,7 @@ from gpushare.errors import GpushareError
 from gpushare.plan import FALLBACK_KEY
 from gpushare.plugin_configs import config_checksum
 from policies.config_files import ConfigSource, read_plugin_config
-from policies.props import UNKNOWN, dig, items, resource_of, text
+from policies.props import UNKNOWN, items, resource_of, text
 from policies.reporting import report_once
 from policies.stack_view import StackView, view_of
 from policies.workloads import DaemonSetPlugin, HelmPlugin, Workload, daemon_set_plugin, helm_plugin
@@ -204,7 +204,7 @@ def _default_key_problem(plugin: HelmPlugin, source: ConfigSource) -> str | None
     """The config-manager's choice for a node without the label: `config.default` (must be a key), else the
     first of `config.fallbackStrategies` that resolves (`named`: key `default`; `single`: the only key;
     `empty`: no config)."""
-    default = text(dig(plugin.values, "config", "default"))
+    default = plugin.config_default
     if default:
         if _missing(source, default):
             return (
@@ -213,7 +213,7 @@ def _default_key_problem(plugin: HelmPlugin, source: ConfigSource) -> str | None
                 "config-manager fails."
             )
         return None
-    raw = dig(plugin.values, "config", "fallbackStrategies")
+    raw = plugin.config_value("fallbackStrategies")
     strategies = [s for s in items(raw) if isinstance(s, str)] if raw is not None else ["named", "single"]
     resolvable = {"named": "default" in source.data, "single": len(source.data) == 1, "empty": True}
     if not source.keys_known or any(resolvable.get(s, False) for s in strategies):
@@ -276,7 +276,8 @@ def _check_chart_pinned(args: ResourceValidationArgs, report_violation: ReportVi
     version = plugin.chart_version
     if version is None or not _EXACT_VERSION.fullmatch(version):
         report_violation(
-            f"{plugin.label}: `version` is {version or 'unset'}, not an exact chart version (e.g. 0.17.1); "
+            f"{plugin.label}: `version` is {version or 'unset'}, not an exact chart version "
+            f"(e.g. {'v26.7.0' if plugin.is_operator else '0.17.1'}); "
             "an unpinned chart changes the plugin, its config "
             "rules and its defaults (node affinity since 0.15) "
             "underneath the stack.",
@@ -386,7 +387,7 @@ PLUGIN_RESTARTS_ON_CONFIG_CHANGE: Final = StackValidationPolicy(
 )
 HELM_CHART_PINNED: Final = ResourceValidationPolicy(
     name="helm-chart-pinned",
-    description="The device-plugin Helm release pins an exact chart version.",
+    description="The device-plugin (or GPU Operator) Helm release pins an exact chart version.",
     validate=_check_chart_pinned,
 )
 PLUGIN_IMAGE_PINNED: Final = ResourceValidationPolicy(

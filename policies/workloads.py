@@ -8,7 +8,9 @@ modelled (every plugin here tolerates the GPU taints).
   but always on the cluster, so it is modelled (selector `nvidia-device-enable=enable`) with the stack's
   patches on it merged in, as server-side apply merges them.
 - `HelmPlugin`: NVIDIA's chart; from 0.15 on it adds a default node affinity (NFD's NVIDIA PCI label,
-  Tegra, or `nvidia.com/gpu.present=true`).
+  Tegra, or `nvidia.com/gpu.present=true`). Also the GPU Operator's chart: its ClusterPolicy deploys the
+  plugin on every node NFD labels with an NVIDIA PCI device, unless the node opts out with
+  `nvidia.com/gpu.deploy.device-plugin=false`; its config is the ConfigMap `devicePlugin.config.name`.
 - `NodePoolView`: a TKE node pool, its labels and the GPU it carries.
 """
 
@@ -23,7 +25,7 @@ from typing import Any, Final
 from gpushare import catalog, device_plugin_config, kube_names, plugin_pod
 from gpushare.catalog import GpuModel
 from gpushare.resource_types import CONFIG_MAP, DAEMON_SET, DAEMON_SET_PATCH, HELM_RELEASE, NODE_POOL
-from gpushare.stack_config import TKE_PLUGIN_IMAGE, Pool
+from gpushare.stack_config import OPERATOR_CHART_PLUGIN_VERSIONS, TKE_PLUGIN_IMAGE, Pool
 from policies.config_files import (
     DEFAULT_PLUGIN_VERSION,
     NEWEST_PLUGIN_VERSION,
@@ -48,6 +50,12 @@ from policies.settings import StackFacts
 
 # NVIDIA's chart (the name components/device_plugin_release.py installs), by name or tarball URL.
 _DEVICE_PLUGIN_CHART = re.compile(r"(^|/)nvidia-device-plugin(-v?\d[\w.+-]*\.tgz)?$")
+# NVIDIA's GPU Operator chart (components/gpu_operator_release.py), by name or tarball URL.
+_OPERATOR_CHART = re.compile(r"(^|/)gpu-operator(-v?\d[\w.+-]*\.tgz)?$")
+# Per-node opt-outs the GPU Operator honours: `nvidia.com/gpu.deploy.<operand>=false`.
+OPERATOR_DEPLOY_LABEL_PREFIX: Final = "nvidia.com/gpu.deploy."
+# The chart's `mig.strategy` default (values.yaml), rendered into the ClusterPolicy when non-empty.
+OPERATOR_DEFAULT_MIG_STRATEGY: Final = "single"
 # NVIDIA's image and TKE's copy of it: nvcr.io/nvidia/k8s-device-plugin, .../tkeimages/nvidia-device-plugin.
 _DEVICE_PLUGIN_IMAGE = re.compile(r"(^|/)(k8s|nvidia)-device-plugin([:@]|$)")
 # NFD's label for an NVIDIA PCI device (vendor 10de); the chart's default affinity accepts it.
@@ -505,17 +513,31 @@ class HelmPlugin:
         return f"Helm release {self.namespace}/{self.release} (chart {self.chart} {version})"
 
     @property
+    def is_operator(self) -> bool:
+        return bool(_OPERATOR_CHART.search(self.chart))
+
+    @property
+    def _plugin_values(self) -> Mapping[str, Any]:
+        """Where the chart keeps the plugin's settings: top level, or the operator's `devicePlugin`."""
+        return mapping(self.values.get("devicePlugin")) if self.is_operator else self.values
+
+    @property
     def version(self) -> tuple[int, int, int] | None:
         return parse_version(self.chart_version)
 
     @property
     def has_default_affinity(self) -> bool:
         """Chart >= 0.15 (an unpinned chart installs the newest) only schedules where a GPU is known."""
+        if self.is_operator:
+            return False
         version = self.version
         return version is None or version >= RESTRUCTURED_IN
 
     @property
     def plugin_version(self) -> str:
+        if self.is_operator:
+            deployed = OPERATOR_CHART_PLUGIN_VERSIONS.get(self.chart_version or "")
+            return modelled_plugin_version(parse_version(deployed), NEWEST_PLUGIN_VERSION)
         return modelled_plugin_version(self.version, NEWEST_PLUGIN_VERSION)
 
     @property
@@ -524,12 +546,30 @@ class HelmPlugin:
 
     @property
     def deploys_nfd(self) -> bool:
-        """The NFD subchart's condition `nfd.enabled,gfd.enabled`: the first that is set decides."""
+        """The NFD subchart's condition `nfd.enabled,gfd.enabled`: the first that is set decides (the
+        operator's chart: `nfd.enabled`, default true)."""
         nfd = boolean(dig(self.values, "nfd", "enabled"))
+        if self.is_operator:
+            return nfd is not False
         return nfd if nfd is not None else boolean(dig(self.values, "gfd", "enabled")) is True
+
+    def operand_placement(self, operand: str) -> Placement:
+        """Where the operator runs one operand: nodes NFD found an NVIDIA PCI device on, unless the node
+        says `nvidia.com/gpu.deploy.<operand>=false`."""
+        return Placement(
+            {},
+            (
+                (
+                    Requirement(NFD_NVIDIA_PCI_LABEL, "In", ("true",)),
+                    Requirement(OPERATOR_DEPLOY_LABEL_PREFIX + operand, "NotIn", ("false",)),
+                ),
+            ),
+        )
 
     @property
     def placement(self) -> Placement | None:
+        if self.is_operator:
+            return self.operand_placement("device-plugin")
         selector = self.values.get("nodeSelector")
         if selector is UNKNOWN:
             return None
@@ -544,6 +584,14 @@ class HelmPlugin:
     def overrides(self) -> dict[str, object]:
         """Top-level values that the chart passes as env vars, which beat every per-node config file."""
         overrides: dict[str, object] = {}
+        if self.is_operator:
+            # The ClusterPolicy's mig.strategy reaches the plugin as MIG_STRATEGY; "" leaves it out.
+            strategy = dig(self.values, "mig", "strategy")
+            if strategy is None:
+                strategy = OPERATOR_DEFAULT_MIG_STRATEGY
+            if isinstance(strategy, str) and strategy:
+                overrides["migStrategy"] = strategy
+            return overrides
         for name, kind in _HELM_FLAG_VALUES.items():
             value = self.values.get(name)
             since = _HELM_FLAG_SINCE.get(name)
@@ -567,11 +615,23 @@ class HelmPlugin:
         return overrides
 
     def config_map_name(self) -> str | None:
-        """An external ConfigMap (`config.name`) instead of the chart-built one."""
-        return text(dig(self.values, "config", "name")) or None
+        """An external ConfigMap (`config.name`) instead of the chart-built one; the operator's chart
+        builds one only with `devicePlugin.config.create`."""
+        if self.is_operator and boolean(dig(self._plugin_values, "config", "create")):
+            return None
+        return text(dig(self._plugin_values, "config", "name")) or None
+
+    def config_value(self, *path: str) -> Any:
+        """A value under the chart's plugin `config` (`config.<path>`, the operator's `devicePlugin.config`)."""
+        return dig(self._plugin_values, "config", *path)
+
+    @property
+    def config_default(self) -> str | None:
+        """The key nodes without a (known) `nvidia.com/device-plugin.config` label get."""
+        return text(self.config_value("default")) or None
 
     def config_source(self) -> ConfigSource | None:
-        config_map = dig(self.values, "config", "map")
+        config_map = dig(self._plugin_values, "config", "data" if self.is_operator else "map")
         entries = mapping(config_map)
         if config_map is None or (config_map is not UNKNOWN and not entries):
             return None
@@ -589,7 +649,11 @@ class HelmPlugin:
 
 
 def is_device_plugin_release(res: Resource) -> bool:
-    return res.type == HELM_RELEASE and bool(_DEVICE_PLUGIN_CHART.search(text(res.props.get("chart")) or ""))
+    """NVIDIA's device-plugin chart or the GPU Operator's, which deploys the plugin too."""
+    chart = text(res.props.get("chart")) or ""
+    return res.type == HELM_RELEASE and bool(
+        _DEVICE_PLUGIN_CHART.search(chart) or _OPERATOR_CHART.search(chart)
+    )
 
 
 def helm_plugin(res: Resource) -> HelmPlugin | None:

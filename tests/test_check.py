@@ -13,7 +13,7 @@ import yaml
 from conftest import FIXTURES, PROJECT_DIR, STACKS
 
 from gpushare import kube_names
-from gpushare.resource_types import HELM_RELEASE, NODE_POOL
+from gpushare.resource_types import CONFIG_MAP, HELM_RELEASE, NODE_POOL
 from gpushare.stack_config import PROJECT
 from offline import policy_driver
 from offline.check import analyzed_resources, check_stack
@@ -131,25 +131,43 @@ def test_policy_config_can_raise_the_ceiling_through_the_protocol() -> None:
         )
 
 
-@pytest.fixture(scope="module")
-def staging_hand_edits_report() -> policy_driver.PackReport:
-    """The staging render (optOut, exclusive `any`) with two hand edits: the l20 pool labelled
-    `nvidia-device-enable=enable`, and `any` typed as shared without naming its GPU."""
+# --------------------------------------------------------------------------------------------------------
+# staging (GPU Operator, optOut, exclusive `any`) with hand edits: each catches its policy through the protocol
+
+# A config the MIG manager has, but 8 x 1g.12gb does not fit an H20 (7 compute slices).
+TOO_MANY = "  all-1g.12gb:\n  - devices: all\n    mig-enabled: true\n    mig-devices:\n      1g.12gb: 8\n"
+
+
+def _mutated_staging(*, mig_label: str, extra_mig_config: str = "") -> list[policy_driver.AnalyzedResource]:
+    """The staging render with hand edits: the l20 pool labelled `nvidia-device-enable=enable` (TKE's
+    plugin back beside the operator's), `any` typed as shared without naming its GPU, the h20 pool's MIG
+    label changed, the operator's driver on over TKE's, and an inexact chart version."""
     changed = []
     for resource in analyzed_resources(run_stack(PROJECT_DIR, "staging")):
         properties = copy.deepcopy(dict(resource.properties))
         if resource.type == NODE_POOL and properties["labels"][kube_names.LABEL_POOL] == "l20":
             assert properties["labels"][kube_names.LABEL_DEVICE_ENABLE] == "disable"
             properties["labels"][kube_names.LABEL_DEVICE_ENABLE] = "enable"
+        if resource.type == NODE_POOL and properties["labels"][kube_names.LABEL_POOL] == "h20":
+            properties["labels"][kube_names.LABEL_MIG_CONFIG] = mig_label
+        if resource.type == CONFIG_MAP and "config.yaml" in properties["data"]:
+            properties["data"] = {"config.yaml": properties["data"]["config.yaml"] + extra_mig_config}
+        if resource.type == CONFIG_MAP and "any" in properties["data"]:
+            data = properties["data"]
+            assert "sharing" not in yaml.safe_load(data["any"])  # the safe default
+            data["any"] = data["l20"]  # l20's 8 replicas, for GPUs nobody named
         if resource.type == HELM_RELEASE:
-            config_map = properties["values"]["config"]["map"]
-            assert "sharing" not in yaml.safe_load(config_map["any"])  # the safe default
-            config_map["any"] = config_map["l20"]  # l20's 8 replicas, for GPUs nobody named
+            properties["values"]["driver"]["enabled"] = True  # on top of TKE's driver
+            properties["version"] = "v26.7"  # not an exact chart version
         changed.append(dataclasses.replace(resource, properties=properties, outputs=properties))
+    return changed
+
+
+def _report(resources: list[policy_driver.AnalyzedResource]) -> policy_driver.PackReport:
     config, secret_keys = load_stack_config(PROJECT_DIR, "staging")
     return policy_driver.run_policy_pack(
         PROJECT_DIR / "policies",
-        changed,
+        resources,
         stack="staging",
         project=PROJECT,
         config=config,
@@ -157,26 +175,50 @@ def staging_hand_edits_report() -> policy_driver.PackReport:
     )
 
 
+@pytest.fixture(scope="module")
+def staging_hand_edits_report() -> policy_driver.PackReport:
+    return _report(_mutated_staging(mig_label="all-1g.12gb", extra_mig_config=TOO_MANY))
+
+
+def _messages(report: policy_driver.PackReport, policy: str) -> list[str]:
+    return [d.message for d in report.mandatory if d.policy_name == policy]
+
+
 def test_opt_out_pool_labelled_enable_fails_through_the_real_protocol(
     staging_hand_edits_report: policy_driver.PackReport,
 ) -> None:
-    mandatory = {(d.policy_name, d.message) for d in staging_hand_edits_report.mandatory}
-    assert any(
-        name == "gpu-pool-labels" and "node pool l20 (L20) is labelled nvidia-device-enable=enable" in message
-        for name, message in mandatory
-    ), mandatory
-    assert any(
-        name == "one-device-plugin-per-node" and "node pool l20: 2 device plugins" in message
-        for name, message in mandatory
-    ), mandatory
+    labels = _messages(staging_hand_edits_report, "gpu-pool-labels")
+    assert any("node pool l20 (L20) is labelled nvidia-device-enable=enable" in m for m in labels), labels
+    (plugins,) = _messages(staging_hand_edits_report, "one-device-plugin-per-node")
+    # The operator's plugin counts: it and TKE's both land on l20's nodes.
+    assert "node pool l20: 2 device plugins" in plugins
+    assert "chart gpu-operator" in plugins and "TKE DaemonSet" in plugins, plugins
 
 
 def test_shared_fallback_without_a_named_gpu_fails_through_the_real_protocol(
     staging_hand_edits_report: policy_driver.PackReport,
 ) -> None:
-    tuned = [
-        d.message
-        for d in staging_hand_edits_report.mandatory
-        if d.policy_name == "time-slicing-replicas-tuned"
-    ]
+    tuned = _messages(staging_hand_edits_report, "time-slicing-replicas-tuned")
     assert len(tuned) == 1 and 'key "any"' in tuned[0] and "replicas 8 is not tuned" in tuned[0], tuned
+
+
+def test_operator_mistakes_fail_through_the_real_protocol(
+    staging_hand_edits_report: policy_driver.PackReport,
+) -> None:
+    report = staging_hand_edits_report
+    (fit,) = _messages(report, "mig-config-exists")
+    assert "node pool h20: label nvidia.com/mig.config=all-1g.12gb: config 'all-1g.12gb'" in fit
+    assert "does not fit this pool's H20" in fit
+    drivers = _messages(report, "operator-driver-consistent")
+    assert len(drivers) == 2  # h20 and l20
+    assert all(
+        "values.driver.enabled is true" in m and "TKE's GPU node set-up installs" in m for m in drivers
+    )
+    (pinned,) = _messages(report, "helm-chart-pinned")
+    assert "chart gpu-operator v26.7" in pinned and "not an exact chart version" in pinned
+
+
+def test_a_mig_label_naming_no_config_fails_through_the_real_protocol() -> None:
+    (missing,) = _messages(_report(_mutated_staging(mig_label="h20-7x1g.12gb")), "mig-config-exists")
+    assert "label nvidia.com/mig.config=h20-7x1g.12gb names no config in ConfigMap gpu-operator/" in missing
+    assert "(configs: all-disabled, h20-6x1g.12gb-1x1g.24gb)" in missing

@@ -8,11 +8,12 @@ from collections.abc import Callable
 
 import pytest
 import yaml
-from conftest import PROJECT_DIR
+from conftest import HELM_MIG, stack_file
 
 from components.device_plugin_daemonsets import DevicePluginDaemonSets, DevicePluginDaemonSetsArgs
 from components.device_plugin_release import DevicePluginRelease, DevicePluginReleaseArgs
 from components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
+from components.gpu_operator_release import GpuOperatorRelease, GpuOperatorReleaseArgs
 from components.managed_device_plugin import ManagedDevicePlugin, ManagedDevicePluginArgs
 from components.mig_partition import MigPartition, MigPartitionArgs
 from components.time_slicing_config import TimeSlicingConfig, TimeSlicingConfigArgs
@@ -23,7 +24,7 @@ from offline.mock_run import ProgramRun, RecordedResource, run_function
 
 
 def stack(name: str) -> StackConfig:
-    return load_stack_file(PROJECT_DIR / f"Pulumi.{name}.yaml")
+    return load_stack_file(stack_file(name))
 
 
 def entries(name: str) -> dict[str, PluginConfigEntry]:
@@ -76,7 +77,7 @@ def test_device_plugin_daemonsets_under_opt_out_select_the_pool_not_tke_switch()
 
 
 def test_gpu_node_pool_with_a_mig_script_enables_mig() -> None:
-    staging = stack("staging")
+    staging = stack(HELM_MIG)
     script = "#!/bin/bash\nnvidia-smi -mig 1\n"
     args = GpuNodePoolArgs(
         staging.cluster, staging.pool("h20"), {"nvidia.com/mig.config": "all-1g.12gb"}, script
@@ -87,6 +88,38 @@ def test_gpu_node_pool_with_a_mig_script_enables_mig() -> None:
     assert base64.b64decode(pool.inputs["nodeConfig"]["preStartUserScript"]).decode() == script
     assert pool.inputs["labels"]["nvidia.com/mig.config"] == "all-1g.12gb"
     assert not pool.protect and pool.inputs["deletionProtection"] is False
+
+
+def test_gpu_node_pool_mig_enable_can_be_set_without_a_script() -> None:
+    """GPU Operator mode: the MIG manager partitions; TKE's mig_enable is the stack's explicit choice."""
+    staging = stack("staging")
+    for wanted in (True, False):
+        args = GpuNodePoolArgs(staging.cluster, staging.pool("h20"), {}, mig_enable=wanted)
+        result = run(lambda args=args: GpuNodePool("h20", args))  # type: ignore[misc]
+        _, [pool] = children(result, "gpushare:tke:GpuNodePool")
+        assert pool.inputs["nodeConfig"]["gpuArgs"] == {"migEnable": wanted}
+        assert "preStartUserScript" not in pool.inputs["nodeConfig"]
+
+
+def test_gpu_operator_release_names_the_config_maps_it_registers() -> None:
+    plan = build_plan(stack("staging"))
+    result = run(lambda: GpuOperatorRelease("op", GpuOperatorReleaseArgs(plan, plugin_config_entries(plan))))
+    _, children_ = children(result, "gpushare:helm:GpuOperatorRelease")
+    by_type = {}
+    for child in children_:
+        by_type.setdefault(child.type, []).append(child)
+    [namespace] = by_type["kubernetes:core/v1:Namespace"]
+    [release] = by_type["kubernetes:helm.sh/v3:Release"]
+    config_maps = {c.inputs["metadata"]["name"]: c for c in by_type["kubernetes:core/v1:ConfigMap"]}
+    values = release.inputs["values"]
+    assert set(config_maps) == {
+        values["devicePlugin"]["config"]["name"],
+        values["migManager"]["config"]["name"],
+    }
+    assert {c.inputs["metadata"]["namespace"] for c in config_maps.values()} == {"gpu-operator"}
+    assert namespace.inputs["metadata"]["name"] == "gpu-operator"
+    # The release waits for the ConfigMaps it names (and a replaced one outlives the move).
+    assert {c.urn for c in config_maps.values()} <= set(release.dependencies)
 
 
 def test_time_slicing_config_holds_every_key_and_its_provenance() -> None:
@@ -147,8 +180,8 @@ def test_managed_plugin_adopted_reads_its_pool_key() -> None:
 
 
 def test_device_plugin_release_pins_the_chart_and_carries_every_config() -> None:
-    staging = stack("staging")
-    found = entries("staging")
+    staging = stack(HELM_MIG)
+    found = entries(HELM_MIG)
     args = DevicePluginReleaseArgs(staging.plugin, list(found.values()))
     result = run(lambda: DevicePluginRelease("nvdp", args))
     _, [release] = children(result, "gpushare:helm:DevicePluginRelease")
@@ -162,7 +195,7 @@ def test_device_plugin_release_pins_the_chart_and_carries_every_config() -> None
 
 
 def test_mig_partition_registers_the_mig_parted_config() -> None:
-    pool = stack("staging").pool("h20")
+    pool = stack(HELM_MIG).pool("h20")
     partitions: list[MigPartition] = []
     result = run(lambda: partitions.append(MigPartition("h20-mig", MigPartitionArgs(pool))))
     _, [config_map] = children(result, "gpushare:mig:MigPartition")

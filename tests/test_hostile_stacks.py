@@ -30,6 +30,10 @@ from gpushare.cli import main
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 PROD = yaml.safe_load((PROJECT_DIR / "Pulumi.prod.yaml").read_text())
 STAGING = yaml.safe_load((PROJECT_DIR / "Pulumi.staging.yaml").read_text())
+# The device-plugin chart with a MIG pool (staging runs the GPU Operator, where migStrategy is refused).
+HELM_MIG = yaml.safe_load(
+    (PROJECT_DIR / "tests" / "fixtures" / "stacks" / "Pulumi.helm-mig.yaml").read_text()
+)
 # The stacks' measurements are dated 2025-06-01; "today" is fixed so the future-date case never ages.
 TODAY = date(2026, 1, 15)
 SECRET_ID = "AKID" + "Ab3" * 10 + "xy"  # the shape of a TencentCloud SecretId: AKID + 32 alphanumerics
@@ -447,7 +451,7 @@ CASES = [
         f"{F}: gpushare:sharing.devicePlugin.migStrategy: single would override pool h20's mixed (the chart "
         "passes it as MIG_STRATEGY env, which beats every per-node config file); leave it unset",
         _set(f"{PLUGIN}|migStrategy", "single"),
-        base=STAGING,
+        base=HELM_MIG,
     ),
     # --- node labels and taints
     Bad(

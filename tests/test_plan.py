@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from gpushare import catalog
 from gpushare.plan import build_plan, capacity_json, capacity_table
 from gpushare.stack_config import load_stack_file
 
@@ -41,13 +42,19 @@ def test_prod_plan_is_the_seed_table(project_dir: Path) -> None:
 def test_staging_plan_time_slices_the_mig_instances(project_dir: Path) -> None:
     plan = _plan(project_dir, "staging")
     h20 = plan.pool("h20")
-    # 6 x 1g.12gb at floor(0.9 x 11264 / 4621) = 2, 1 x 1g.24gb at floor(0.9 x 22138 / 4621) = 4: 16 slots
+    # H20 MIG memory (catalog, inferred from GH200 96GB / H100 NVL captures): 1g.12gb 11264 MiB,
+    # 1g.24gb 22138 MiB. floor(0.9 x 11264 / 4621) = floor(2.19) = 2; floor(0.9 x 22138 / 4621) =
+    # floor(4.31) = 4.
+    replicas = {s.resource: s.tuning.replicas for s in h20.shared}
+    assert replicas == {"nvidia.com/mig-1g.12gb": 2, "nvidia.com/mig-1g.24gb": 4}
     assert h20.mig_instances_per_gpu == 7
-    assert h20.replicas == 4  # the largest per-instance replicas
-    assert h20.slots == 6 * 2 + 4
-    assert [s.resource for s in h20.shared] == ["nvidia.com/mig-1g.12gb", "nvidia.com/mig-1g.24gb"]
-    assert plan.total_slots == 16 + 8
-    assert plan.slots_before == 2
+    # 4 GPUs per PNV6.16XLARGE640 node, each 6 x 2 + 1 x 4 = 16 slots.
+    assert h20.gpus == 4
+    assert h20.slots == 64
+    assert plan.pool("l20").replicas == 8
+    assert plan.total_slots == 64 + 8
+    assert plan.slots_before == 5
+    assert catalog.gpu("H20").mig_profile("1g.24gb").memory_mib == 22138
     # Staging does not opt in: `any` serves GPUs nobody named, so it shares nothing.
     assert plan.fallback.tuning is None and plan.fallback.replicas == 1
     assert capacity_json(plan)["fallback"] == {

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import FIXTURES, PROJECT_DIR
+from conftest import FIXTURES, HELM_MIG, PROJECT_DIR, STACKS, stack_file
 from google.protobuf import json_format, struct_pb2  # type: ignore[import-untyped]  # no stubs installed
 from pulumi_policy import (
     EnforcementLevel,
@@ -51,7 +51,8 @@ from gpushare.stack_config import DEFAULT_CHART_REPOSITORY, StackConfig, load_st
 from offline.mock_run import Mocks, is_unknown, load_stack_config, run_program
 from policies import rules
 from policies.config_files import modelled_plugin_version
-from policies.props import SECRET_SIGNATURE, SECRET_SIGNATURE_KEY
+from policies.props import SECRET_SIGNATURE, SECRET_SIGNATURE_KEY, Resource
+from policies.workloads import NFD_NVIDIA_PCI_LABEL, helm_plugin
 
 SEED_MISTAKES = FIXTURES / "policies" / "seed_mistakes.yaml"
 OPTIONS = PolicyResourceOptions(False, [], None, [], PolicyCustomTimeouts(0, 0, 0), [], None)
@@ -74,6 +75,8 @@ REQUIRED_NAMES = {
     "cli-flag-overrides-config",
     "gpu-pool-labels",
     "no-plaintext-cloud-secrets",
+    "mig-config-exists",
+    "operator-driver-consistent",
 }
 ADVISORY_NAMES = {
     "time-slicing-replicas-underused",
@@ -330,7 +333,7 @@ def provider(**props: Any) -> Res:
 
 def program(stack_name: str, stack: StackConfig | None = None) -> Program:
     """The resources GpuSharingCluster registers for a stack (components/gpu_sharing_cluster.py)."""
-    stack = stack or load_stack_file(PROJECT_DIR / f"Pulumi.{stack_name}.yaml")
+    stack = stack or load_stack_file(stack_file(stack_name))
     entries = plugin_config_entries(build_plan(stack))
     made = Program(stack, entries)
     plugin = stack.plugin
@@ -383,7 +386,7 @@ def replicas_text(
 
 def stack_config_env(stack_name: str, edit: Callable[[dict[str, Any]], None] | None = None) -> str:
     """`PULUMI_CONFIG` for a stack file: `namespace:key` -> string, structured values as JSON."""
-    document = yaml.safe_load((PROJECT_DIR / f"Pulumi.{stack_name}.yaml").read_text())
+    document = yaml.safe_load(stack_file(stack_name).read_text())
     config = document["config"]
     if edit is not None:
         edit(config)
@@ -423,7 +426,8 @@ def prod() -> Program:
 
 @pytest.fixture(scope="module")
 def staging() -> Program:
-    return program("staging")
+    """The device-plugin chart with a time-sliced MIG pool (the former staging stack)."""
+    return program(HELM_MIG)
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -445,7 +449,7 @@ def test_pack_has_every_required_policy_with_its_level() -> None:
     assert project["runtime"] == {"name": "python", "options": {"toolchain": "pip", "virtualenv": "venv"}}
 
 
-@pytest.mark.parametrize("stack_name", ["prod", "staging"])
+@pytest.mark.parametrize("stack_name", ["prod", HELM_MIG])
 def test_the_programs_resources_pass_every_mandatory_policy(
     stack_name: str, use_stack: Callable[..., None]
 ) -> None:
@@ -457,7 +461,7 @@ def test_the_programs_resources_pass_every_mandatory_policy(
     assert set(found) <= EXPECTED_ADVISORIES
 
 
-@pytest.mark.parametrize("stack_name", ["prod", "staging"])
+@pytest.mark.parametrize("stack_name", STACKS)
 def test_the_real_program_run_offline_passes_every_mandatory_policy(
     stack_name: str, use_stack: Callable[..., None]
 ) -> None:
@@ -571,14 +575,14 @@ def test_the_fallback_key_is_tuned_for_the_gpu_the_stack_names(
 def test_a_shared_fallback_without_a_named_gpu_is_untuned(
     staging: Program, use_stack: Callable[..., None]
 ) -> None:
-    use_stack("staging")
+    use_stack(HELM_MIG)
     release = staging.get("gpushare-device-plugin-release")
     (message,) = messages_of("time-slicing-replicas-tuned", [with_data(release, "any", replicas_text(2))])
     assert 'key "any"' in message and "replicas 2 is not tuned" in message
     assert "names no GPU and measurement for the fallback key (gpushare:sharing.fallback)" in message
     assert "name the GPU in gpushare:sharing.fallback" in message
     # Without a stack config the provenance annotation decides, and staging's names no GPU.
-    use_stack("staging", lambda config: config.clear())
+    use_stack(HELM_MIG, lambda config: config.clear())
     assert messages_of("time-slicing-replicas-tuned", [with_data(release, "any", replicas_text(2))]) != []
 
 
@@ -612,7 +616,7 @@ def test_an_opted_in_fallback_may_share_up_to_its_tuned_replicas(
 def test_mig_resources_are_tuned_for_the_mig_instance(
     staging: Program, use_stack: Callable[..., None]
 ) -> None:
-    use_stack("staging")
+    use_stack(HELM_MIG)
     release = staging.get("gpushare-device-plugin-release")
     assert messages_of("time-slicing-replicas-tuned", [release]) == []
     # H20 1g.12gb holds 11264 MiB: floor(0.9 x 11264 / 4621) = 2.
@@ -783,7 +787,7 @@ def test_validation_follows_the_image_tag(prod: Program, use_stack: Callable[...
 def test_helm_configs_are_validated_with_the_chart_version_and_its_values(
     staging: Program, use_stack: Callable[..., None]
 ) -> None:
-    use_stack("staging")
+    use_stack(HELM_MIG)
     assert messages_of("device-plugin-config-valid", staging.resources) == []
     release = copy.deepcopy(staging.get("gpushare-device-plugin-release"))
     release.props["values"]["deviceListStrategy"] = "bogus"
@@ -883,7 +887,7 @@ def test_the_key_a_config_file_reads_must_exist(prod: Program, use_stack: Callab
 def test_the_key_a_pool_label_selects_must_exist_in_the_chart_map(
     staging: Program, use_stack: Callable[..., None]
 ) -> None:
-    use_stack("staging")
+    use_stack(HELM_MIG)
     assert messages_of("config-key-exists", staging.resources) == []
     pool = copy.deepcopy(staging.get("gpushare-l20-pool"))
     pool.props["labels"][kube_names.LABEL_PLUGIN_CONFIG] = "l40s"
@@ -933,7 +937,7 @@ def test_the_chart_version_must_be_pinned(staging: Program) -> None:
 def test_top_level_chart_values_that_override_the_files_are_advised(
     staging: Program, use_stack: Callable[..., None]
 ) -> None:
-    use_stack("staging")
+    use_stack(HELM_MIG)
     assert messages_of("cli-flag-overrides-config", staging.resources) == []
     release = copy.deepcopy(staging.get("gpushare-device-plugin-release"))
     release.props["values"]["migStrategy"] = "mixed"
@@ -975,7 +979,7 @@ def labelled(program_made: Program, pool: str, value: str | None) -> Res:
 def test_opt_out_keeps_tke_plugin_off_without_a_patch(
     staging: Program, use_stack: Callable[..., None]
 ) -> None:
-    use_stack("staging")
+    use_stack(HELM_MIG)
     assert not [r for r in staging.resources if r.type == DAEMON_SET_PATCH]
     assert messages_of("one-device-plugin-per-node", staging.resources) == []
     assert messages_of("gpu-pool-labels", staging.resources) == []
@@ -1024,7 +1028,7 @@ def test_opt_out_in_daemonsets_mode_selects_pools_without_tke_switch(
 
 
 def test_mig_only_where_the_gpu_supports_it(staging: Program, use_stack: Callable[..., None]) -> None:
-    use_stack("staging")
+    use_stack(HELM_MIG)
     assert messages_of("mig-only-on-mig-capable-gpus", staging.resources) == []
     pool = copy.deepcopy(staging.get("gpushare-l20-pool"))
     pool.props["nodeConfig"]["gpuArgs"]["migEnable"] = True
@@ -1130,7 +1134,7 @@ def test_mig_time_slicing_needs_the_mixed_strategy(staging: Program) -> None:
 def test_the_chart_needs_nfd_or_the_gpu_present_label(
     staging: Program, use_stack: Callable[..., None]
 ) -> None:
-    use_stack("staging")
+    use_stack(HELM_MIG)
     assert messages_of("helm-plugin-schedulable", staging.resources) == []
     assert messages_of("gpu-pool-labels", staging.resources) == []
     unlabelled = copy.deepcopy(staging.resources)
@@ -1214,14 +1218,14 @@ def test_credentials_in_the_stack_config_must_be_secrets(
 def test_only_device_plugin_configs_and_plugins_are_considered(
     staging: Program, use_stack: Callable[..., None]
 ) -> None:
-    use_stack("staging")
+    use_stack(HELM_MIG)
     mig_parted = Res(
         CONFIG_MAP,
         "mig-parted",
         {
             "metadata": {"name": "gpushare-mig-parted-config-h20", "labels": {kube_names.LABEL_POOL: "h20"}},
             "data": {
-                "config.yaml": "version: v1\nmig-configs:\n  all-1g.12gb:\n  - devices: all\n"
+                "config.yaml": "version: v1\nmig-configs:\n  h20-6x1g.12gb-1x1g.24gb:\n  - devices: all\n"
                 "    mig-enabled: true\n    mig-devices: {1g.12gb: 7}\n"
             },
         },
@@ -1241,7 +1245,7 @@ def test_only_device_plugin_configs_and_plugins_are_considered(
 
 
 def test_chart_before_0_15_has_no_default_affinity(staging: Program, use_stack: Callable[..., None]) -> None:
-    use_stack("staging")
+    use_stack(HELM_MIG)
     resources = copy.deepcopy(staging.resources)
     for res in resources:
         res.props.get("labels", {}).pop(kube_names.LABEL_GPU_PRESENT, None)
@@ -1252,8 +1256,34 @@ def test_chart_before_0_15_has_no_default_affinity(staging: Program, use_stack: 
     assert messages_of("device-plugin-config-valid", resources) == []  # checked as 0.14.5
 
 
+def test_without_an_operator_the_pools_own_mig_parted_config_must_hold_its_label(
+    staging: Program, use_stack: Callable[..., None]
+) -> None:
+    use_stack(HELM_MIG)
+    mig_parted = Res(
+        CONFIG_MAP,
+        "mig-parted",
+        {
+            "metadata": {"name": "gpushare-mig-parted-config-h20", "labels": {kube_names.LABEL_POOL: "h20"}},
+            "data": {
+                "config.yaml": "version: v1\nmig-configs:\n  h20-6x1g.12gb-1x1g.24gb:\n  - devices: all\n"
+                "    mig-enabled: true\n    mig-devices: {1g.12gb: 7}\n"
+            },
+        },
+        HELM_MIG,
+    )
+    assert messages_of("mig-config-exists", [*staging.resources, mig_parted]) == []
+    renamed = copy.deepcopy(staging.get("gpushare-h20-pool"))
+    renamed.props["labels"][kube_names.LABEL_MIG_CONFIG] = "all-1g.24gb"
+    (message,) = messages_of("mig-config-exists", [renamed, mig_parted])
+    assert "label nvidia.com/mig.config=all-1g.24gb names no config in ConfigMap" in message
+    assert "(configs: h20-6x1g.12gb-1x1g.24gb)" in message
+    # No MIG manager config in the stack at all: nothing to hold the label against.
+    assert messages_of("mig-config-exists", [renamed]) == []
+
+
 def test_the_charts_default_key_must_exist(staging: Program, use_stack: Callable[..., None]) -> None:
-    use_stack("staging")
+    use_stack(HELM_MIG)
     release = staging.get("gpushare-device-plugin-release")
     assert messages_of("config-key-exists", staging.resources) == []
 
@@ -1286,3 +1316,23 @@ def test_tag_only_plugin_images_are_advised_and_digests_pass(prod: Program) -> N
         assert messages_of("plugin-image-pinned", [pinned]) == []
     # TKE's DaemonSet patch sets no image: nothing of ours to pin.
     assert messages_of("plugin-image-pinned", [prod.get("gpushare-managed-plugin-patch")]) == []
+
+
+def test_the_operator_release_is_modelled_as_plugin_0_20_0_on_nfd_gpu_nodes() -> None:
+    release = Resource(
+        HELM_RELEASE,
+        "urn:pulumi:staging::gpushare::kubernetes:helm.sh/v3:Release::op",
+        "op",
+        {"chart": "gpu-operator", "version": "v26.7.0", "namespace": "gpu-operator", "values": {}},
+    )
+    plugin = helm_plugin(release)
+    assert plugin is not None and plugin.is_operator
+    assert plugin.plugin_version == "0.20.0"  # the chart's values.yaml devicePlugin.version
+    # Chart defaults: NFD on, mig.strategy `single` handed to the plugin as MIG_STRATEGY.
+    assert plugin.deploys_nfd and plugin.overrides() == {"migStrategy": "single"}
+    assert plugin.placement is not None
+    assert plugin.placement.lands_on({NFD_NVIDIA_PCI_LABEL: "true"})
+    assert not plugin.placement.lands_on(
+        {NFD_NVIDIA_PCI_LABEL: "true", "nvidia.com/gpu.deploy.device-plugin": "false"}
+    )
+    assert not plugin.placement.lands_on({})

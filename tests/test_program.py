@@ -12,7 +12,7 @@ from typing import Any
 import pulumi
 import pytest
 import yaml
-from conftest import PROJECT_DIR, STACKS
+from conftest import HELM_MIG, PROJECT_DIR, STACKS, stack_file
 
 from gpushare.resource_types import (
     CONFIG_MAP,
@@ -139,6 +139,13 @@ def prod() -> ProgramRun:
 @pytest.fixture(scope="module")
 def staging() -> ProgramRun:
     return run_stack("staging")
+
+
+@pytest.fixture(scope="module")
+def helm_mig(tmp_path_factory: pytest.TempPathFactory) -> ProgramRun:
+    """The device-plugin chart with a time-sliced H20 MIG pool (tests/fixtures/stacks)."""
+    document = yaml.safe_load(stack_file(HELM_MIG).read_text())
+    return run_document(document, tmp_path_factory.mktemp("helm-mig"))
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -275,8 +282,8 @@ def test_resources_use_the_explicit_providers(prod: ProgramRun) -> None:
     assert "kubeconfig" in kubernetes.secret_input_paths
 
 
-def test_staging_h20_pool_is_partitioned_and_time_sliced(staging: ProgramRun) -> None:
-    h20 = only(staging, NODE_POOL, lambda r: r.inputs["name"] == "gpushare-h20")
+def test_helm_mig_h20_pool_is_partitioned_and_time_sliced(helm_mig: ProgramRun) -> None:
+    h20 = only(helm_mig, NODE_POOL, lambda r: r.inputs["name"] == "gpushare-h20")
     assert h20.inputs["nodeConfig"]["gpuArgs"]["migEnable"] is True
     assert h20.inputs["labels"]["nvidia.com/mig.config"] == "h20-6x1g.12gb-1x1g.24gb"
     assert h20.inputs["labels"]["nvidia.com/gpu.present"] == "true"  # chart >= 0.15 without NFD
@@ -284,7 +291,7 @@ def test_staging_h20_pool_is_partitioned_and_time_sliced(staging: ProgramRun) ->
     # The script installs the boot-time unit; the layout goes by profile name (tests/test_mig_setup.py).
     assert "MIG_PROFILES=" + ",".join(["1g.24gb"] + ["1g.12gb"] * 6) + "\n" in script
     assert "systemctl enable gpushare-mig.service" in script
-    mig_parted = only(staging, CONFIG_MAP, named("gpushare-mig-parted-config-h20")).inputs["data"][
+    mig_parted = only(helm_mig, CONFIG_MAP, named("gpushare-mig-parted-config-h20")).inputs["data"][
         "config.yaml"
     ]
     assert yaml.safe_load(mig_parted) == {
@@ -297,8 +304,8 @@ def test_staging_h20_pool_is_partitioned_and_time_sliced(staging: ProgramRun) ->
     }
 
 
-def test_staging_uses_the_helm_release_with_per_pool_configs(staging: ProgramRun) -> None:
-    release = only(staging, HELM_RELEASE).inputs
+def test_helm_mig_uses_the_helm_release_with_per_pool_configs(helm_mig: ProgramRun) -> None:
+    release = only(helm_mig, HELM_RELEASE).inputs
     assert (release["chart"], release["version"], release["namespace"]) == (
         "nvidia-device-plugin",
         "0.17.1",
@@ -314,14 +321,14 @@ def test_staging_uses_the_helm_release_with_per_pool_configs(staging: ProgramRun
     assert "migStrategy" not in values  # as env it would override every per-node file
     # TKE's own plugin must not run beside the chart's: every pool opts out of it, and nothing of TKE's
     # is patched.
-    assert not [r for r in staging.resources if r.type in (DAEMON_SET, DAEMON_SET_PATCH)]
-    pools = [r.inputs["labels"] for r in staging.resources if r.type == NODE_POOL]
+    assert not [r for r in helm_mig.resources if r.type in (DAEMON_SET, DAEMON_SET_PATCH)]
+    pools = [r.inputs["labels"] for r in helm_mig.resources if r.type == NODE_POOL]
     assert [labels["nvidia-device-enable"] for labels in pools] == ["disable", "disable"]
     assert "nodeSelector" not in values and "affinity" not in values  # the chart's own affinity
 
 
-def test_staging_fallback_shares_nothing(staging: ProgramRun) -> None:
-    values = only(staging, HELM_RELEASE).inputs["values"]
+def test_helm_mig_fallback_shares_nothing(helm_mig: ProgramRun) -> None:
+    values = only(helm_mig, HELM_RELEASE).inputs["values"]
     assert yaml.safe_load(values["config"]["map"]["any"]) == {
         "version": "v1",
         "flags": {"migStrategy": "none"},
@@ -373,3 +380,127 @@ def test_a_misspelled_top_level_key_fails_the_program(tmp_path: Path) -> None:
     document["config"]["gpushare:pool"] = document["config"].pop("gpushare:pools")
     with pytest.raises(pulumi.RunError, match="gpushare:pool: unknown key"):
         run_document(document, tmp_path)
+
+
+# --------------------------------------------------------------------------------------------------------
+# GPU Operator mode (staging)
+
+
+def _operator_release(run: ProgramRun) -> dict[str, Any]:
+    release: dict[str, Any] = only(run, HELM_RELEASE).inputs
+    return release
+
+
+def _config_map_in(run: ProgramRun, namespace: str, name: str) -> dict[str, Any]:
+    found = only(
+        run,
+        CONFIG_MAP,
+        lambda r: (r.inputs["metadata"].get("namespace"), r.inputs["metadata"]["name"]) == (namespace, name),
+    )
+    return found.inputs
+
+
+def test_staging_installs_the_pinned_gpu_operator_with_tke_values(staging: ProgramRun) -> None:
+    release = _operator_release(staging)
+    assert (release["chart"], release["version"], release["namespace"], release["name"]) == (
+        "gpu-operator",
+        "v26.7.0",
+        "gpu-operator",
+        "gpu-operator",
+    )
+    assert release["repositoryOpts"]["repo"] == "https://helm.ngc.nvidia.com/nvidia"
+    values = release["values"]
+    assert values["driver"] == {"enabled": False}
+    assert values["toolkit"] == {"enabled": False}
+    assert values["cdi"] == {"enabled": False}
+    assert values["operator"] == {"runtimeClass": "runc"}
+    assert values["nfd"] == {"enabled": True} and values["gfd"] == {"enabled": True}
+    assert values["dcgmExporter"] == {"enabled": True, "serviceMonitor": {"enabled": False}}
+    # h20's file says mixed, l20's none: an env override would be wrong for one of them.
+    assert values["mig"] == {"strategy": ""}
+    assert values["migManager"]["env"] == [{"name": "WITH_REBOOT", "value": "true"}]
+    assert values["migManager"]["enabled"] is True
+    # TKE's own plugin is kept off the operator's pools by their label (optOut), nothing of TKE's patched.
+    assert not [r for r in staging.resources if r.type in (DAEMON_SET, DAEMON_SET_PATCH)]
+    pools = [r.inputs["labels"] for r in staging.resources if r.type == NODE_POOL]
+    assert [labels["nvidia-device-enable"] for labels in pools] == ["disable", "disable"]
+
+
+def test_staging_device_plugin_config_map_exists_and_tunes_every_pool(staging: ProgramRun) -> None:
+    config = _operator_release(staging)["values"]["devicePlugin"]["config"]
+    assert config["default"] == "any" and config["create"] is False
+    config_map = _config_map_in(staging, "gpu-operator", config["name"])
+    assert config_map["immutable"] is True
+    parsed = {key: yaml.safe_load(text) for key, text in config_map["data"].items()}
+    assert set(parsed) == {"h20", "l20", "any"}
+
+    def replicas(key: str) -> dict[str, int]:
+        resources = parsed[key]["sharing"]["timeSlicing"]["resources"]
+        return {r["name"]: r["replicas"] for r in resources}
+
+    assert replicas("l20") == {"nvidia.com/gpu": 8}  # floor(0.9 x 46068 / 4621) = floor(8.97)
+    # H20 1g.12gb 11264 MiB: floor(0.9 x 11264 / 4621) = floor(2.19) = 2;
+    # H20 1g.24gb 22138 MiB: floor(0.9 x 22138 / 4621) = floor(4.31) = 4.
+    assert replicas("h20") == {"nvidia.com/mig-1g.12gb": 2, "nvidia.com/mig-1g.24gb": 4}
+    assert parsed["h20"]["flags"]["migStrategy"] == "mixed"
+    assert parsed["l20"]["flags"]["migStrategy"] == "none"
+    provenance = yaml.safe_load(config_map["metadata"]["annotations"]["gpushare.io/tuning-h20"])
+    assert provenance["measuredMiB"] == 4621
+
+
+def test_staging_mig_manager_reads_one_config_map_with_every_layout(staging: ProgramRun) -> None:
+    config = _operator_release(staging)["values"]["migManager"]["config"]
+    assert config["default"] == "all-disabled" and config["create"] is False
+    config_map = _config_map_in(staging, "gpu-operator", config["name"])
+    assert yaml.safe_load(config_map["data"]["config.yaml"]) == {
+        "version": "v1",
+        "mig-configs": {
+            "all-disabled": [{"devices": "all", "mig-enabled": False}],
+            "h20-6x1g.12gb-1x1g.24gb": [
+                {"devices": "all", "mig-enabled": True, "mig-devices": {"1g.24gb": 1, "1g.12gb": 6}}
+            ],
+        },
+    }
+    # No per-pool mig-parted ConfigMaps in kube-system: the operator reads only its own namespace.
+    assert not [
+        r
+        for r in staging.resources
+        if r.type == CONFIG_MAP and r.inputs["metadata"]["namespace"] != "gpu-operator"
+    ]
+
+
+def test_staging_mig_pool_is_labelled_not_scripted(staging: ProgramRun) -> None:
+    h20 = only(staging, NODE_POOL, lambda r: r.inputs["name"] == "gpushare-h20")
+    assert h20.inputs["labels"]["nvidia.com/mig.config"] == "h20-6x1g.12gb-1x1g.24gb"
+    assert "preStartUserScript" not in h20.inputs["nodeConfig"]
+    # gpuOperator.tkeMigEnable defaults to false: the MIG manager alone owns MIG mode and layout.
+    assert h20.inputs["nodeConfig"]["gpuArgs"]["migEnable"] is False
+    assert h20.inputs["autoScalingConfig"]["instanceType"] == "PNV6.16XLARGE640"
+    assert "nvidia.com/gpu.present" not in h20.inputs["labels"]  # NFD labels GPU nodes for the operator
+
+
+def test_changing_one_measurement_changes_what_the_operator_sees(staging: ProgramRun, tmp_path: Path) -> None:
+    document = yaml.safe_load((PROJECT_DIR / "Pulumi.staging.yaml").read_text())
+    document["config"]["gpushare:pools"][1]["sharing"]["measuredMiB"] = 3000  # l20: 8 -> 13 replicas
+    changed = run_document(document, tmp_path)
+    before, after = _operator_release(staging)["values"], _operator_release(changed)["values"]
+    old_name = before["devicePlugin"]["config"]["name"]
+    new_name = after["devicePlugin"]["config"]["name"]
+    # A new ConfigMap name in the Release values: the ClusterPolicy changes and the operator rolls its plugin.
+    assert old_name != new_name
+    new_data = _config_map_in(changed, "gpu-operator", new_name)["data"]
+    old_data = _config_map_in(staging, "gpu-operator", old_name)["data"]
+    assert yaml.safe_load(new_data["l20"])["sharing"]["timeSlicing"]["resources"][0]["replicas"] == 13
+    assert new_data["h20"] == old_data["h20"]
+    # The MIG layouts did not change: the MIG manager is left alone.
+    assert before["migManager"] == after["migManager"]
+
+
+def test_a_measurement_that_changes_no_replicas_rolls_nothing(staging: ProgramRun, tmp_path: Path) -> None:
+    document = yaml.safe_load((PROJECT_DIR / "Pulumi.staging.yaml").read_text())
+    document["config"]["gpushare:pools"][1]["sharing"]["measuredMiB"] = 4700  # floor(0.9 x 46068 / 4700) = 8
+    changed = run_document(document, tmp_path)
+    name = _operator_release(staging)["values"]["devicePlugin"]["config"]["name"]
+    assert _operator_release(changed)["values"]["devicePlugin"]["config"]["name"] == name
+    annotations = _config_map_in(changed, "gpu-operator", name)["metadata"]["annotations"]
+    assert yaml.safe_load(annotations["gpushare.io/tuning-l20"])["measuredMiB"] == 4700

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import PROJECT_DIR, STACKS
+from conftest import HELM_MIG, PROJECT_DIR, STACKS, stack_file
 
 from gpushare import cli
 from gpushare.errors import ConfigError
@@ -36,6 +36,7 @@ CONFIG_MAP = "manifests/configmap_kube-system_time-slicing-config.yaml"
 L20_DAEMONSET = "manifests/daemonset_kube-system_nvidia-device-plugin-daemonset-l20.yaml"
 MANAGED_PATCH = "manifests/daemonsetpatch_kube-system_nvidia-device-plugin-daemonset.yaml"
 HELM_VALUES = "manifests/helmrelease_nvidia-device-plugin_nvidia-device-plugin.values.yaml"
+OPERATOR_VALUES = "manifests/helmrelease_gpu-operator_gpu-operator.values.yaml"
 
 
 @pytest.fixture(scope="module")
@@ -100,14 +101,16 @@ def test_every_stack_renders_consistent_files(rendered: dict[str, RenderResult],
     assert json.loads(read(result, "capacity.json")) == result.outputs["capacity"]
 
     manifests = [f for f in result.files if f.startswith("manifests/") and not f.endswith(".values.yaml")]
-    assert manifests, "every stack has at least the managed-plugin patch"
+    # Every stack writes its plugin: objects, or (helm with optOut, nothing else in Kubernetes) a values file.
+    assert manifests or any(f.endswith(".values.yaml") for f in result.files)
     for file in manifests:
         document = load(result, file)
         assert list(document)[:3] == ["apiVersion", "kind", "metadata"], file
-        kind, namespace, name = Path(file).stem.split("_")
+        parts = Path(file).stem.split("_")
+        kind, namespace, name = parts if len(parts) == 3 else (parts[0], None, parts[1])  # cluster-scoped
         assert (kind.removesuffix("patch"), namespace, name) == (
             document["kind"].lower(),
-            document["metadata"]["namespace"],
+            document["metadata"].get("namespace"),
             document["metadata"]["name"],
         )
         assert not any(key.startswith("__") for key in document)
@@ -182,9 +185,19 @@ def test_prod_capacity_tke_pools_and_resources(rendered: dict[str, RenderResult]
     assert node_pool["provider"] == f"{records['tencentcloud']['urn']}::tencentcloud_id"
 
 
-def test_staging_helm_values_and_mig_pre_start_script(rendered: dict[str, RenderResult]) -> None:
-    staging = rendered["staging"]
-    text = read(staging, HELM_VALUES)
+@pytest.fixture(scope="module")
+def helm_mig_render(tmp_path_factory: pytest.TempPathFactory) -> RenderResult:
+    """The device-plugin chart with a time-sliced H20 MIG pool (tests/fixtures/stacks), rendered."""
+    project = tmp_path_factory.mktemp("helm-mig")
+    for entry in ("Pulumi.yaml", "__main__.py", "components", "gpushare"):
+        (project / entry).symlink_to(PROJECT_DIR / entry)
+    shutil.copy(stack_file(HELM_MIG), project / f"Pulumi.{HELM_MIG}.yaml")
+    return render_stack(project, HELM_MIG, project / "out")
+
+
+def test_helm_values_and_mig_pre_start_script(helm_mig_render: RenderResult) -> None:
+    rendered = helm_mig_render
+    text = read(rendered, HELM_VALUES)
     header = [line for line in text.splitlines() if line.startswith("#")]
     assert "# chart: nvidia-device-plugin" in header
     assert "# version: 0.17.1" in header
@@ -200,28 +213,53 @@ def test_staging_helm_values_and_mig_pre_start_script(rendered: dict[str, Render
     ]
     assert "    h20: |\n" in text
     assert not any(
-        f.startswith("manifests/daemonset_") for f in staging.files
+        f.startswith("manifests/daemonset_") for f in rendered.files
     )  # Helm mode: no own DaemonSets
 
-    node_pool_text = read(staging, "tke/gpushare-h20.yaml")
+    node_pool_text = read(rendered, "tke/gpushare-h20.yaml")
     node_pool = yaml.safe_load(node_pool_text)
     assert node_pool["labels"]["nvidia.com/mig.config"] == "h20-6x1g.12gb-1x1g.24gb"
-    script = read(staging, "tke/gpushare-h20.pre-start.sh")
+    script = read(rendered, "tke/gpushare-h20.pre-start.sh")
     assert script == base64.b64decode(node_pool["nodeConfig"]["preStartUserScript"]).decode()
     assert script.startswith("#!/bin/bash\n") and "systemctl enable gpushare-mig.service" in script
     assert node_pool["nodeConfig"]["userData"] == node_pool["nodeConfig"]["preStartUserScript"]
     assert "decoded for review: gpushare-h20.pre-start.sh" in node_pool_text
     # What the script installs, next to it for review: the unit, its script and the layout.
-    unit = read(staging, "tke/gpushare-h20.gpushare-mig.service")
+    unit = read(rendered, "tke/gpushare-h20.gpushare-mig.service")
     assert "Before=kubelet.service" in unit.splitlines()
-    assert read(staging, "tke/gpushare-h20.gpushare-mig-setup").startswith("#!/bin/bash\n")
+    assert read(rendered, "tke/gpushare-h20.gpushare-mig-setup").startswith("#!/bin/bash\n")
     assert "MIG_PROFILES=" + ",".join(["1g.24gb"] + ["1g.12gb"] * 6) + "\n" in read(
-        staging, "tke/gpushare-h20.mig.env"
+        rendered, "tke/gpushare-h20.mig.env"
     )
     assert "#   it installs /etc/systemd/system/gpushare-mig.service: gpushare-h20.gpushare-mig.service" in (
         node_pool_text
     )
-    assert "preStartUserScript" not in load(staging, "tke/gpushare-l20.yaml")["nodeConfig"]
+    assert "preStartUserScript" not in load(rendered, "tke/gpushare-l20.yaml")["nodeConfig"]
+
+
+def test_dev_renders_the_device_plugin_chart_for_t4_only(rendered: dict[str, RenderResult]) -> None:
+    values = load(rendered["dev"], HELM_VALUES)
+    assert sorted(values["config"]["map"]) == ["any", "t4"]
+    t4 = yaml.safe_load(values["config"]["map"]["t4"])
+    assert t4["sharing"]["timeSlicing"]["resources"] == [{"name": "nvidia.com/gpu", "replicas": 3}]
+    assert [f for f in rendered["dev"].files if f.startswith("tke/")] == ["tke/gpushare-t4.yaml"]
+
+
+def test_staging_writes_the_operator_values_and_the_config_maps_they_name(
+    rendered: dict[str, RenderResult],
+) -> None:
+    staging = rendered["staging"]
+    text = read(staging, OPERATOR_VALUES)
+    assert "# chart: gpu-operator" in text and "# version: v26.7.0" in text
+    values = yaml.safe_load(text)
+    plugin_config = values["devicePlugin"]["config"]["name"]
+    mig_config = values["migManager"]["config"]["name"]
+    # Both ConfigMaps are written next to the values, in the operator's namespace, schema-valid.
+    plugin_map = load(staging, f"manifests/configmap_gpu-operator_{plugin_config}.yaml")
+    mig_map = load(staging, f"manifests/configmap_gpu-operator_{mig_config}.yaml")
+    assert sorted(plugin_map["data"]) == ["any", "h20", "l20"]
+    assert "h20-6x1g.12gb-1x1g.24gb" in yaml.safe_load(mig_map["data"]["config.yaml"])["mig-configs"]
+    assert not [f for f in staging.files if f.endswith(".pre-start.sh")]  # the MIG manager partitions
 
 
 def test_the_cluster_lookup_is_answered_by_the_mocks() -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import HELM_MIG
 
 from gpushare.errors import ConfigError
 from gpushare.stack_config import DevicePlugin, Mig, TimeSlicing, default_managed_action, load_stack_file
@@ -28,18 +29,76 @@ def test_prod_stack_is_the_seed_cluster(project_dir: Path) -> None:
     assert stack.region == "ap-singapore"
 
 
-def test_staging_stack_has_a_mixed_h20_mig_pool(project_dir: Path) -> None:
+def test_staging_stack_is_the_gpu_operator_environment(project_dir: Path) -> None:
     stack = load_stack_file(project_dir / "Pulumi.staging.yaml")
     h20 = stack.pool("h20")
     assert isinstance(h20.sharing, Mig)
     assert h20.sharing.mig_layout == {"1g.12gb": 6, "1g.24gb": 1}
+    assert h20.sharing.config_name == "h20-6x1g.12gb-1x1g.24gb"
     assert h20.sharing.strategy == "mixed"  # time-sliced MIG instances need mixed
-    assert stack.plugin.mode == "helm"
-    assert stack.plugin.plugin_version == "0.17.1"
+    assert h20.gpus_per_node_effective == 4
+    assert stack.plugin.mode == "gpu-operator"
+    operator = stack.plugin.gpu_operator
+    assert (operator.chart_version, operator.namespace, operator.runtime_class) == (
+        "v26.7.0",
+        "gpu-operator",
+        "runc",
+    )
+    assert not operator.driver_enabled and not operator.toolkit_enabled and not operator.cdi_enabled
+    assert stack.plugin.plugin_version == "0.20.0"  # what the chart's values.yaml deploys
+    assert stack.plugin.node_feature_discovery  # the operator brings NFD
+
+
+def test_dev_stack_is_a_t4_on_the_helm_chart(project_dir: Path) -> None:
+    stack = load_stack_file(project_dir / "Pulumi.dev.yaml")
+    assert [(p.name, p.gpu) for p in stack.pools] == [("t4", "T4")]
+    assert (stack.plugin.mode, stack.plugin.plugin_version) == ("helm", "0.17.1")
+
+
+def test_gpu_operator_mode_refuses_adopt_and_chart_keys(stack_document: Any, write_stack: Any) -> None:
+    doc = stack_document("staging")
+    doc["config"]["gpushare:sharing"]["devicePlugin"]["managedPlugin"] = {"action": "adopt", "pool": "l20"}
+    assert _error(write_stack, doc) == (
+        "Pulumi.bad.yaml: gpushare:sharing.devicePlugin.managedPlugin.action: adopt only works in daemonsets "
+        "mode, not gpu-operator (the gpu-operator plugin serves every pool; TKE's DaemonSet must stay off them)"
+    )
+    doc = stack_document("staging")
+    doc["config"]["gpushare:sharing"]["devicePlugin"]["namespace"] = "nvidia"
+    assert _error(write_stack, doc) == (
+        "Pulumi.bad.yaml: gpushare:sharing.devicePlugin.namespace: does not apply to mode gpu-operator (the "
+        "operator chart decides it; see gpuOperator)"
+    )
+    doc = stack_document("prod")
+    doc["config"]["gpushare:sharing"]["devicePlugin"]["gpuOperator"] = {"namespace": "x"}
+    assert _error(write_stack, doc) == (
+        "Pulumi.bad.yaml: gpushare:sharing.devicePlugin.gpuOperator: only applies to mode gpu-operator, not "
+        "daemonsets"
+    )
+    doc = stack_document("staging")
+    doc["config"]["gpushare:sharing"]["devicePlugin"]["gpuOperator"]["chartVersion"] = "v25.3.0"
+    assert "gpushare:sharing.devicePlugin.gpuOperator.chartVersion: must be one of" in _error(
+        write_stack, doc
+    )
+
+
+def test_gpu_operator_mig_config_names_mean_one_layout(stack_document: Any, write_stack: Any) -> None:
+    doc = stack_document("staging")
+    pools = doc["config"]["gpushare:pools"]
+    twin = {**pools[0], "name": "h20b", "sharing": {**pools[0]["sharing"], "migLayout": {"1g.12gb": 7}}}
+    pools.append(twin)
+    assert _error(write_stack, doc) == (
+        "Pulumi.bad.yaml: gpushare:pools[2].sharing.layoutName: 'h20-6x1g.12gb-1x1g.24gb' names another "
+        "pool's different layout; the GPU Operator's one mig-parted file needs one layout per name"
+    )
+    pools[2]["sharing"]["layoutName"] = "all-disabled"
+    assert "'all-disabled' is the MIG manager's config for unlabelled nodes" in _error(write_stack, doc)
+    # The same layout under the same name on two pools is one config.
+    pools[2]["sharing"] = pools[0]["sharing"]
+    assert load_stack_file(write_stack(doc, "twins")).pool("h20b").sharing.mode == "mig"
 
 
 def test_plugin_version_0_20_0_is_accepted(stack_document: Callable[[str], Doc], write_stack: Any) -> None:
-    doc = stack_document("staging")
+    doc = stack_document(HELM_MIG)
     doc["config"]["gpushare:sharing"]["devicePlugin"]["version"] = "0.20.0"
     stack = load_stack_file(write_stack(doc, "newer"))
     assert stack.plugin.plugin_version == "0.20.0"
@@ -188,7 +247,7 @@ def test_adopted_managed_plugin_needs_an_existing_pool(stack_document: Any, writ
 
 
 def test_helm_mig_strategy_that_overrides_pool_files(stack_document: Any, write_stack: Any) -> None:
-    doc = stack_document("staging")
+    doc = stack_document(HELM_MIG)
     doc["config"]["gpushare:sharing"]["devicePlugin"]["migStrategy"] = "single"
     assert "gpushare:sharing.devicePlugin.migStrategy: single would override pool h20's mixed" in _error(
         write_stack, doc
