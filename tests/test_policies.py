@@ -371,6 +371,7 @@ def test_each_seed_mistake_is_caught_by_its_policy(
     scenario: dict[str, Any], use_stack: Callable[..., None]
 ) -> None:
     use_stack("prod")
+    # Hand-built on purpose: the seed cluster's own objects, the mistakes the program exists to avoid.
     resources = [Res(r["type"], r["name"], r["props"]) for r in scenario["resources"]]
     messages = messages_of(scenario["caught_by"], resources)
     assert any(scenario["says"] in message for message in messages), messages
@@ -906,7 +907,7 @@ def test_mig_only_where_the_gpu_supports_it(staging: Program, use_stack: Callabl
 def test_a_mig_strategy_flag_on_a_gpu_without_mig_is_refused(use_stack: Callable[..., None]) -> None:
     use_stack("prod")
     seed = yaml.safe_load(SEED_MISTAKES.read_text())["scenarios"]["mig_strategy_flag_override"]
-    resources = [Res(r["type"], r["name"], r["props"]) for r in seed["resources"]]
+    resources = [Res(r["type"], r["name"], r["props"]) for r in seed["resources"]]  # the seed's, see above
     messages = messages_of("mig-only-on-mig-capable-gpus", resources)
     assert any("runs with migStrategy single" in m and "L20" in m for m in messages), messages
 
@@ -1120,19 +1121,8 @@ def test_without_an_operator_the_pools_own_mig_parted_config_must_hold_its_label
     staging: Program, use_stack: Callable[..., None]
 ) -> None:
     use_stack(HELM_MIG)
-    mig_parted = Res(
-        CONFIG_MAP,
-        "mig-parted",
-        {
-            "metadata": {"name": "gpushare-mig-parted-config-h20", "labels": {kube_names.LABEL_POOL: "h20"}},
-            "data": {
-                "config.yaml": "version: v1\nmig-configs:\n  h20-6x1g.12gb-1x1g.24gb:\n  - devices: all\n"
-                "    mig-enabled: true\n    mig-devices: {1g.12gb: 7}\n"
-            },
-        },
-        HELM_MIG,
-    )
-    assert messages_of("mig-config-exists", [*staging.resources, mig_parted]) == []
+    mig_parted = staging.get("gpushare-h20-mig-mig-parted")  # the pool's own, for its boot-time unit
+    assert messages_of("mig-config-exists", staging.resources) == []
     renamed = copy.deepcopy(staging.get("gpushare-h20-pool"))
     renamed.props["labels"][kube_names.LABEL_MIG_CONFIG] = "all-1g.24gb"
     (message,) = messages_of("mig-config-exists", [renamed, mig_parted])
@@ -1179,6 +1169,7 @@ def test_tag_only_plugin_images_are_advised_and_digests_pass(prod: Program) -> N
 
 
 def test_the_operator_release_is_modelled_as_plugin_0_20_0_on_nfd_gpu_nodes() -> None:
+    # Hand-built on purpose: the chart's defaults alone (empty values), which the program never sends.
     release = Resource(
         HELM_RELEASE,
         "urn:pulumi:staging::gpushare::kubernetes:helm.sh/v3:Release::op",
