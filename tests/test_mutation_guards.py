@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 import yaml
 from conftest import FIXTURES, PROJECT_DIR
-from test_policies import UNKNOWN, Res, all_messages, mandatory, messages_of
+from test_policies import Res, all_messages, engine_value, mandatory, messages_of
 
 from gpushare import catalog, kube_names
 from gpushare.cli import main
@@ -37,7 +37,7 @@ from gpushare.errors import ConfigError
 from gpushare.plan import build_plan
 from gpushare.stack_config import DevicePlugin, load_stack_file
 from gpushare.tuning import tune
-from offline.mock_run import RecordedResource, is_unknown
+from offline.mock_run import RecordedResource
 from offline.render import RenderError, StackRun, render_files, run_stack
 
 GUARDS_STACK = FIXTURES / "stacks" / "Pulumi.guards.yaml"
@@ -381,19 +381,9 @@ def test_a_six_character_secret_is_looked_for(guards_run: StackRun) -> None:
 # Policies on the real program's output
 
 
-def _engine_value(value: Any) -> Any:
-    if is_unknown(value):
-        return UNKNOWN
-    if isinstance(value, dict):
-        return {k: _engine_value(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_engine_value(v) for v in value]
-    return value
-
-
 def as_policy_resources(run: StackRun) -> list[Res]:
     return [
-        Res(r.type, r.name, _engine_value(r.inputs), "guards")
+        Res(r.type, r.name, engine_value(r.inputs), "guards")
         for r in run.run.resources
         if r.custom and r.type
     ]
