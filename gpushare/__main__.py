@@ -1,4 +1,9 @@
+import os
 import sys
+
+# Before anything imports grpc (render's Pulumi SDK, check's analyzer client): gRPC core logs connection
+# teardown (GOAWAY) at INFO, noise in the commands' output. Errors still print; a user's setting wins.
+os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 
 try:
     from gpushare.cli import main

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from gpushare import kube_names, plugin_pod
+from gpushare import gpu_operator, kube_names, plugin_pod
 from gpushare.errors import GpushareError
 from gpushare.plan import FALLBACK_KEY, GPU_RESOURCE, PoolPlan, SharingPlan, build_plan
 from gpushare.plugin_configs import PluginConfigEntry, plugin_config_entries
@@ -198,6 +198,19 @@ def _daemonset_workloads(
     return config_map, tuple(workloads)
 
 
+def _operator_workloads(
+    stack: StackConfig, entries: tuple[PluginConfigEntry, ...]
+) -> tuple[ObjectRef, tuple[PluginWorkload, ...]]:
+    namespace = stack.plugin.gpu_operator.namespace
+    workload = PluginWorkload(
+        daemonset=ObjectRef("DaemonSet", namespace, gpu_operator.PLUGIN_DAEMONSET),
+        pools=tuple(p.name for p in stack.pools),
+        # The config is published under a content-addressed name: a pod mounting another one is stale.
+        digest_rule="config-map-name",
+    )
+    return ObjectRef("ConfigMap", namespace, gpu_operator.device_plugin_config_map(entries).name), (workload,)
+
+
 def _workloads(
     stack: StackConfig, entries: tuple[PluginConfigEntry, ...], adopted_pool: str | None
 ) -> tuple[ObjectRef, tuple[PluginWorkload, ...]]:
@@ -208,6 +221,8 @@ def _workloads(
         return _helm_workloads(stack)
     if mode == "daemonsets":
         return _daemonset_workloads(stack, adopted_pool)
+    if mode == "gpu-operator":
+        return _operator_workloads(stack, entries)
     # A mode verify does not model would be checked against another mode's objects: refuse instead.
     raise GpushareError(f"verify does not know devicePlugin.mode {mode!r} yet", source=stack.source)
 

@@ -38,6 +38,9 @@ from gpushare.stack_config import MIG_CONFIG_ALL_DISABLED, GpuOperator, Mig, poo
 
 CHART: Final = "gpu-operator"
 RELEASE_NAME: Final = "gpu-operator"
+# The device-plugin DaemonSet the operator creates in its namespace (its `state-device-plugin` assets);
+# its pods mount the ConfigMap `devicePlugin.config.name` names.
+PLUGIN_DAEMONSET: Final = "nvidia-device-plugin-daemonset"
 DEVICE_PLUGIN_CONFIG_PREFIX: Final = "gpushare-device-plugin-config"
 MIG_PARTED_CONFIG_PREFIX: Final = kube_names.MIG_PARTED_CONFIG_MAP_NAME
 WITH_REBOOT_ENV: Final = "WITH_REBOOT"

@@ -908,6 +908,8 @@ def _pack_env(
     )
     if organization:
         env["PULUMI_ORGANIZATION"] = organization
+    # The pack's gRPC server logs connection teardown at INFO: noise. Errors still print; a user's wins.
+    env.setdefault("GRPC_VERBOSITY", "ERROR")
     return env
 
 

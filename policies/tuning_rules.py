@@ -15,7 +15,9 @@ Measurement age is an advisory (`time-slicing-measurement-fresh`), not part of t
 replicas still satisfy the rule for the recorded measurement, and a deploy must not start failing because
 the calendar moved (an urgent fix or rollback would be blocked); an old measurement is a review matter.
 The age limit is the policy config's `maxMeasurementAgeDays`; a stack that sets its own
-`sharing.maxMeasurementAgeDays` can only tighten it.
+`sharing.maxMeasurementAgeDays` can only tighten it. Ages count to the stack loader's today (the calendar
+day in UTC+14, `gpushare.stack_config.latest_date_on_earth`), so a measurement the loader accepts is never
+"in the future" here; a limit of N days advises from day N + 1 on.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from typing import Any, Final
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
 
-from gpushare import catalog
+from gpushare import catalog, stack_config
 from gpushare.catalog import GpuModel, MigProfile
 from gpushare.errors import GpushareError
 from gpushare.plan import FALLBACK_KEY, GPU_RESOURCE
@@ -285,7 +287,9 @@ def _check_measurement_age(args: ResourceValidationArgs, report_violation: Repor
     # A stack that sets its own limit can only tighten the pack's.
     if stack.config is not None and "max_measurement_age_days" in stack.config.sharing.model_fields_set:
         limit = min(limit, stack.config.sharing.max_measurement_age_days)
-    today = date.today()
+    # The loader's today (UTC+14, the latest calendar day on Earth): a measuredAt it accepts as not in the
+    # future is never in the future here either. Tests fix it by replacing that one function.
+    today = stack_config.latest_date_on_earth()
     for source, key, view in _shared_entries(args):
         if not view.shared:
             continue

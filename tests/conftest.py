@@ -1,13 +1,16 @@
 from __future__ import annotations
 
 import copy
+import os
 from collections.abc import Callable, Iterator
+from datetime import date
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from gpushare import stack_config
 from offline.chart_sources import ChartSourceError
 from offline.render import RenderResult, render_stack
 
@@ -121,3 +124,42 @@ def write_stack(tmp_path: Path) -> Callable[[dict[str, Any], str], Path]:
         return path
 
     return write
+
+
+@pytest.fixture
+def fixed_today(monkeypatch: pytest.MonkeyPatch) -> Callable[[date], None]:
+    """Fix "today" for the stack loader and the policy pack alike: both ask
+    `gpushare.stack_config.latest_date_on_earth` (the calendar day in UTC+14)."""
+
+    def fix(day: date) -> None:
+        monkeypatch.setattr(stack_config, "latest_date_on_earth", lambda: day)
+
+    return fix
+
+
+# --------------------------------------------------------------------------------------------------------
+# The team's reference tree (../shared): parity tests compare against NVIDIA's own files kept there.
+
+SHARED_DIR = Path(os.environ.get("GPUSHARE_SHARED_DIR") or PROJECT_DIR.parent / "shared")
+# Set where the reference tree is absent by design (the GitHub workflow: it is not part of the repo).
+NO_SHARED_VARIABLE = "GPUSHARE_NO_SHARED"
+
+
+def shared_file(relative: str) -> Path:
+    """`relative` inside the reference tree ($GPUSHARE_SHARED_DIR, default ../shared), for a parity test.
+
+    Missing: in CI (CI=true) the test fails, since a parity test that silently skips proves nothing,
+    unless GPUSHARE_NO_SHARED=1 says the CI has no reference tree by design; outside CI it is skipped,
+    naming the path."""
+    path = SHARED_DIR / relative
+    if path.exists():
+        return path
+    if os.environ.get(NO_SHARED_VARIABLE) == "1":
+        pytest.skip(f"{path} is absent and {NO_SHARED_VARIABLE}=1 says so (no reference tree here)")
+    if os.environ.get("CI", "").lower() in ("true", "1"):
+        pytest.fail(
+            f"{path} is missing: this parity test needs the reference tree in CI (set GPUSHARE_SHARED_DIR "
+            f"to where it is, or {NO_SHARED_VARIABLE}=1 where it is absent by design)",
+            pytrace=False,
+        )
+    pytest.skip(f"{path} is missing (the reference tree; GPUSHARE_SHARED_DIR says where it is)")

@@ -356,13 +356,20 @@ def test_rename_goes_through_resource_name_rules() -> None:
     assert error.reason.startswith("incorrect format for resource name 'nvidia.com/GPU'")
 
 
-def test_duplicate_resource_names_are_accepted_with_a_warning() -> None:
-    text = time_slicing("    - name: gpu\n      replicas: 2\n    - name: nvidia.com/gpu\n      replicas: 4\n")
+@pytest.mark.parametrize("first_replicas, second_replicas", [(2, 4), (4, 2)])
+def test_duplicate_resource_names_are_accepted_with_a_warning(
+    first_replicas: int, second_replicas: int
+) -> None:
+    text = time_slicing(
+        f"    - name: gpu\n      replicas: {first_replicas}\n"
+        f"    - name: nvidia.com/gpu\n      replicas: {second_replicas}\n"
+    )
     result = parse(text)
     assert any(
         w.startswith("sharing.timeSlicing.resources[1].name: duplicate of sharing.timeSlicing.resources[0]")
         for w in result.warnings
     )
+    # The largest of the duplicates wins (replica IDs overwrite), whichever comes last.
     assert [(r.name, r.replicas) for r in advertised_resources(result.config)] == [("nvidia.com/gpu", 4)]
 
 

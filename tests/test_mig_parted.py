@@ -10,6 +10,7 @@ from typing import Any
 
 import pydantic
 import pytest
+from conftest import shared_file
 
 from gpushare.catalog import gpu
 from gpushare.errors import GpushareError
@@ -25,8 +26,8 @@ from gpushare.mig_parted import (
     single_layout_config,
 )
 
-REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"
-OPERATOR_DEFAULT = REFERENCE / "gpu-operator-v25.3.0-default-mig-parted-config.yaml"
+# In the reference tree (../shared): the parity tests get it through `shared_file` (conftest.py).
+OPERATOR_DEFAULT = "reference/gpu-operator-v25.3.0-default-mig-parted-config.yaml"
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "mig_parted"
 H20 = gpu("H20")
 
@@ -54,11 +55,7 @@ def error_of(text: str) -> str:
 
 @pytest.fixture(scope="module")
 def operator_default() -> MigPartedConfig:
-    if not OPERATOR_DEFAULT.is_file():
-        pytest.skip(
-            f"GPU Operator default config not found at {OPERATOR_DEFAULT} (shared/reference is absent)"
-        )
-    return parse(OPERATOR_DEFAULT.read_text(encoding="utf-8"))
+    return parse(shared_file(OPERATOR_DEFAULT).read_text(encoding="utf-8"))
 
 
 def test_gpu_operator_default_config_parses(operator_default: MigPartedConfig) -> None:
@@ -524,11 +521,8 @@ def test_cli_without_files_exits_2() -> None:
 
 
 def test_cli_operator_default_config_is_valid() -> None:
-    if not OPERATOR_DEFAULT.is_file():
-        pytest.skip(
-            f"GPU Operator default config not found at {OPERATOR_DEFAULT} (shared/reference is absent)"
-        )
-    assert run([str(OPERATOR_DEFAULT)]) == (0, f"{OPERATOR_DEFAULT}: valid\n", "")
+    path = shared_file(OPERATOR_DEFAULT)
+    assert run([str(path)]) == (0, f"{path}: valid\n", "")
 
 
 # --- recorded upstream verdicts (`nvidia-mig-parted assert --valid-config`) -----------------------------

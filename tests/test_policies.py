@@ -2,19 +2,25 @@
 
 Props go through the same path as in a pack (a protobuf Struct, `deserialize_properties`, the
 unknown-checking proxy), so numbers are doubles, secrets arrive unwrapped and unknowns raise on access.
-The stack config reaches the rules through `PULUMI_CONFIG`, as the CLI passes it. The program's own
-resources are rebuilt from the gpushare modules the components use (plan, plugin configs, pod shape);
-each policy gets a compliant and a violating case, and the seed cluster's mistakes
-(tests/fixtures/policies/seed_mistakes.yaml) must each be caught by their policy.
+The stack config reaches the rules through `PULUMI_CONFIG`, as the CLI passes it. The resources are
+the real program's, run offline once per stack file as `check` runs it (offline/render.run_stack), and
+each violating case is a change to them; resources are hand-built only where the program cannot make
+them (a typed-in credential, other tools' objects, the seed cluster's mistakes in
+tests/fixtures/policies/seed_mistakes.yaml), each saying so.
 """
 
 from __future__ import annotations
 
+import atexit
 import copy
+import functools
 import json
+import shutil
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import date, timedelta
+from datetime import date
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -35,20 +41,18 @@ from pulumi_policy import (
 from pulumi_policy.deserialize import deserialize_properties
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, unknown_checking_proxy
 
-from gpushare import kube_names, plugin_pod
-from gpushare.plan import build_plan
-from gpushare.plugin_configs import PluginConfigEntry, plugin_config_entries
+from gpushare import kube_names
 from gpushare.resource_types import (
     CONFIG_MAP,
     DAEMON_SET,
     DAEMON_SET_PATCH,
     GET_CLUSTERS,
     HELM_RELEASE,
-    NODE_POOL,
     TENCENTCLOUD_PROVIDER,
 )
-from gpushare.stack_config import DEFAULT_CHART_REPOSITORY, StackConfig, load_stack_file
+from gpushare.stack_config import StackConfig, load_stack_file
 from offline.mock_run import Mocks, is_unknown, load_stack_config, run_program
+from offline.render import run_stack
 from policies import rules
 from policies.config_files import modelled_plugin_version
 from policies.props import SECRET_SIGNATURE, SECRET_SIGNATURE_KEY, Resource
@@ -163,17 +167,13 @@ def mandatory(found: Mapping[str, list[str]]) -> dict[str, list[str]]:
 
 
 # --------------------------------------------------------------------------------------------------------
-# The program's resources, rebuilt from the modules the components use
+# The program's resources, as the real program registers them
 
 
 @dataclass(frozen=True)
 class Program:
     stack: StackConfig
-    entries: tuple[PluginConfigEntry, ...]
     resources: list[Res] = field(default_factory=list)
-
-    def entry(self, key: str) -> PluginConfigEntry:
-        return next(e for e in self.entries if e.key == key)
 
     def get(self, name: str) -> Res:
         return next(r for r in self.resources if r.name == name)
@@ -184,183 +184,59 @@ class Program:
         return [by_name.get(r.name, r) for r in self.resources]
 
 
-def config_map(entries: Sequence[PluginConfigEntry], stack: str = "prod") -> Res:
-    return Res(
-        CONFIG_MAP,
-        "gpushare-config-configmap",
-        {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {
-                "name": kube_names.CONFIG_MAP_NAME,
-                "namespace": kube_names.CONFIG_MAP_NAMESPACE,
-                "annotations": {kube_names.tuning_annotation(e.key): e.provenance_json for e in entries},
-            },
-            "data": {e.key: e.text for e in entries},
-        },
-        stack,
-    )
+def engine_value(value: Any) -> Any:
+    """A recorded input as the engine hands it to a pack: unknowns as the SDK's unknown marker."""
+    if is_unknown(value):
+        return UNKNOWN
+    if isinstance(value, dict):
+        return {k: engine_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [engine_value(v) for v in value]
+    return value
 
 
-def plugin_pod_spec(entry: PluginConfigEntry, image: str, tke_switch: bool = True) -> dict[str, Any]:
-    return {
-        "nodeSelector": plugin_pod.node_selector(entry.key, tke_switch=tke_switch),
-        "tolerations": [{"operator": "Exists"}],
-        "containers": [
-            {
-                "name": kube_names.PLUGIN_CONTAINER,
-                "image": image,
-                "command": list(plugin_pod.COMMAND),
-                "args": plugin_pod.plugin_args(entry.key),
-                "env": [{"name": k, "value": v} for k, v in plugin_pod.ENV.items()],
-                "volumeMounts": [
-                    {"name": plugin_pod.DEVICE_PLUGIN_VOLUME, "mountPath": plugin_pod.DEVICE_PLUGIN_DIR},
-                    {"name": kube_names.CONFIG_VOLUME, "mountPath": kube_names.CONFIG_MOUNT_DIR},
-                ],
-            }
-        ],
-        "volumes": [
-            {"name": plugin_pod.DEVICE_PLUGIN_VOLUME, "hostPath": {"path": plugin_pod.DEVICE_PLUGIN_DIR}},
-            {"name": kube_names.CONFIG_VOLUME, "configMap": {"name": kube_names.CONFIG_MAP_NAME}},
-        ],
-    }
-
-
-def plugin_daemon_set(entry: PluginConfigEntry, image: str, tke_switch: bool = True) -> Res:
-    return Res(
-        DAEMON_SET,
-        f"gpushare-plugins-{entry.key}",
-        {
-            "metadata": {"name": plugin_pod.daemonset_name(entry.key), "namespace": "kube-system"},
-            "spec": {
-                "selector": {"matchLabels": plugin_pod.pod_selector_labels(entry.key)},
-                "template": {
-                    "metadata": {
-                        "labels": plugin_pod.pod_selector_labels(entry.key),
-                        "annotations": {kube_names.ANNOTATION_CONFIG_SHA256: entry.sha256},
-                    },
-                    "spec": plugin_pod_spec(entry, image, tke_switch),
-                },
-            },
-        },
-    )
-
-
-def tke_patch(adopted: PluginConfigEntry | None, stack: str = "prod") -> Res:
-    if adopted is None:
-        template: dict[str, Any] = {
-            "spec": {"nodeSelector": {kube_names.LABEL_PARKED: kube_names.PARKED_VALUE}}
-        }
-    else:
-        spec = plugin_pod_spec(adopted, "")
-        container = spec["containers"][0]
-        template = {
-            "metadata": {"annotations": {kube_names.ANNOTATION_CONFIG_SHA256: adopted.sha256}},
-            "spec": {
-                "nodeSelector": spec["nodeSelector"],
-                "containers": [
-                    {
-                        "name": container["name"],
-                        "args": container["args"],
-                        "volumeMounts": container["volumeMounts"][1:],
-                    }
-                ],
-                "volumes": spec["volumes"][1:],
-            },
-        }
-    return Res(
-        DAEMON_SET_PATCH,
-        "gpushare-managed-plugin-patch",
-        {
-            "metadata": {
-                "name": kube_names.MANAGED_PLUGIN_NAME,
-                "namespace": kube_names.MANAGED_PLUGIN_NAMESPACE,
-                "annotations": {"pulumi.com/patchForce": "true"},
-            },
-            "spec": {"template": template},
-        },
-        stack,
-    )
-
-
-def node_pool(program_stack: StackConfig, pool_name: str, extra: Mapping[str, str] | None = None) -> Res:
-    pool = program_stack.pool(pool_name)
-    labels = {
-        kube_names.LABEL_DEVICE_ENABLE: program_stack.plugin.managed_plugin.device_enable_value,
-        kube_names.LABEL_PLUGIN_CONFIG: pool.config_key,
-        kube_names.LABEL_GPU_MODEL: pool.gpu,
-        kube_names.LABEL_POOL: pool.name,
-        **(extra or {}),
-    }
-    return Res(
-        NODE_POOL,
-        f"gpushare-{pool.name}-pool",
-        {
-            "name": f"gpushare-{pool.name}",
-            "clusterId": program_stack.cluster.id,
-            "autoScalingConfig": {"instanceType": pool.instance_type},
-            "nodeConfig": {"gpuArgs": {"migEnable": pool.sharing.mode == "mig"}},
-            "labels": labels,
-        },
-        program_stack.stack,
-    )
-
-
-def helm_release(program_stack: StackConfig, entries: Sequence[PluginConfigEntry]) -> Res:
-    plugin = program_stack.plugin
-    return Res(
-        HELM_RELEASE,
-        "gpushare-device-plugin-release",
-        {
-            "name": "nvidia-device-plugin",
-            "chart": "nvidia-device-plugin",
-            "version": plugin.plugin_version,
-            "namespace": plugin.namespace,
-            "repositoryOpts": {"repo": DEFAULT_CHART_REPOSITORY},
-            "values": {
-                "config": {"map": {e.key: e.text for e in entries}, "default": "any"},
-                "gfd": {"enabled": plugin.gfd_enabled},
-                "podAnnotations": {kube_names.tuning_annotation(e.key): e.provenance_json for e in entries},
-            },
-        },
-        program_stack.stack,
+@functools.cache
+def _registered(project: Path, stack_name: str) -> tuple[Res, ...]:
+    run = run_stack(project, stack_name)  # what `check` runs: the real program under the offline mocks
+    return tuple(
+        Res(r.type, r.name, engine_value(r.inputs), stack_name)
+        for r in run.run.resources
+        if r.custom and r.type
     )
 
 
 def provider(**props: Any) -> Res:
+    """Hand-built on purpose: the program never types a credential into its provider, which is exactly
+    what no-plaintext-cloud-secrets guards against, so only a hand-made provider can show the violation."""
     return Res(TENCENTCLOUD_PROVIDER, "tencentcloud", {"region": "ap-singapore", **props})
 
 
-def program(stack_name: str, stack: StackConfig | None = None) -> Program:
-    """The resources GpuSharingCluster registers for a stack (components/gpu_sharing_cluster.py)."""
-    stack = stack or load_stack_file(stack_file(stack_name))
-    entries = plugin_config_entries(build_plan(stack))
-    made = Program(stack, entries)
-    plugin = stack.plugin
-    present = (
-        {kube_names.LABEL_GPU_PRESENT: "true"}
-        if plugin.mode == "helm" and not plugin.node_feature_discovery
-        else {}
-    )
-    for pool in stack.pools:
-        mig = {kube_names.LABEL_MIG_CONFIG: pool.sharing.config_name} if pool.sharing.mode == "mig" else {}
-        made.resources.append(node_pool(stack, pool.name, {**present, **mig}))
-    made.resources.append(provider())
-    managed = plugin.managed_plugin
-    opt_out = managed.action == "optOut"
-    if plugin.mode == "daemonsets":
-        made.resources.append(config_map(entries, stack_name))
-        for entry in entries:
-            if entry.key not in ("any", managed.pool):
-                made.resources.append(plugin_daemon_set(entry, plugin.plugin_image, tke_switch=not opt_out))
-        adopted = made.entry(managed.pool) if managed.action == "adopt" and managed.pool else None
-        if not opt_out:
-            made.resources.append(tke_patch(adopted, stack_name))
-    else:
-        made.resources.append(helm_release(stack, entries))
-        if not opt_out:
-            made.resources.append(tke_patch(None, stack_name))
-    return made
+_PROGRAM_COPIES: dict[Path, Path] = {}
+
+
+def _project_for(path: Path) -> Path:
+    """A directory the program runs in with `path` as its stack file: the repo for the repo's stacks, else
+    the program (Pulumi.yaml, __main__.py, components/) copied next to a copy of the file, once per file."""
+    if path.parent == PROJECT_DIR:
+        return PROJECT_DIR
+    project = _PROGRAM_COPIES.get(path)
+    if project is None:
+        project = Path(tempfile.mkdtemp(prefix="gpushare-policies-"))
+        atexit.register(shutil.rmtree, project, ignore_errors=True)
+        for name in ("Pulumi.yaml", "__main__.py"):
+            shutil.copy(PROJECT_DIR / name, project / name)
+        (project / "components").symlink_to(PROJECT_DIR / "components")
+        shutil.copy(path, project / path.name)
+        _PROGRAM_COPIES[path] = project
+    return project
+
+
+def program(stack_name: str, changed_file: Path | None = None) -> Program:
+    """What GpuSharingCluster registers for a stack: the real program run offline, once per stack file.
+    `changed_file`: a changed `Pulumi.<stack_name>.yaml` to run instead of the stack's own."""
+    project = _project_for(changed_file or stack_file(stack_name))
+    stack = load_stack_file(project / f"Pulumi.{stack_name}.yaml")
+    return Program(stack, [copy.deepcopy(r) for r in _registered(project, stack_name)])
 
 
 def with_data(res: Res, key: str, text: str) -> Res:
@@ -449,7 +325,7 @@ def test_pack_has_every_required_policy_with_its_level() -> None:
     assert project["runtime"] == {"name": "python", "options": {"toolchain": "pip", "virtualenv": "venv"}}
 
 
-@pytest.mark.parametrize("stack_name", ["prod", HELM_MIG])
+@pytest.mark.parametrize("stack_name", [*STACKS, HELM_MIG])
 def test_the_programs_resources_pass_every_mandatory_policy(
     stack_name: str, use_stack: Callable[..., None]
 ) -> None:
@@ -462,20 +338,10 @@ def test_the_programs_resources_pass_every_mandatory_policy(
 
 
 @pytest.mark.parametrize("stack_name", STACKS)
-def test_the_real_program_run_offline_passes_every_mandatory_policy(
+def test_the_programs_resources_during_preview_pass_every_mandatory_policy(
     stack_name: str, use_stack: Callable[..., None]
 ) -> None:
-    """The same, on what the program itself registers (offline/mock_run.py: no engine, no cloud)."""
-
-    def engine_value(value: Any) -> Any:
-        if is_unknown(value):
-            return UNKNOWN
-        if isinstance(value, dict):
-            return {k: engine_value(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [engine_value(v) for v in value]
-        return value
-
+    """The same during a preview: values the engine cannot know yet arrive as unknowns."""
     config, secret_keys = load_stack_config(PROJECT_DIR, stack_name)
     # The kubeconfig lookup is the program's only invoke.
     mocks = Mocks(invoke_handlers={GET_CLUSTERS: lambda _: {"lists": [{"kubeConfig": "apiVersion: v1"}]}})
@@ -505,6 +371,7 @@ def test_each_seed_mistake_is_caught_by_its_policy(
     scenario: dict[str, Any], use_stack: Callable[..., None]
 ) -> None:
     use_stack("prod")
+    # Hand-built on purpose: the seed cluster's own objects, the mistakes the program exists to avoid.
     resources = [Res(r["type"], r["name"], r["props"]) for r in scenario["resources"]]
     messages = messages_of(scenario["caught_by"], resources)
     assert any(scenario["says"] in message for message in messages), messages
@@ -594,15 +461,16 @@ def test_a_shared_fallback_without_a_named_gpu_is_untuned(
     ],
 )
 def test_an_opted_in_fallback_may_share_up_to_its_tuned_replicas(
-    use_stack: Callable[..., None], gpu: str, measured: int, tuned: int
+    use_stack: Callable[..., None], fixed_today: Callable[[date], None], gpu: str, measured: int, tuned: int
 ) -> None:
+    fixed_today(date(2026, 1, 15))
     use_stack(
-        "staging",
+        HELM_MIG,
         lambda config: config["gpushare:sharing"].update(
-            fallback={"gpu": gpu, "measuredMiB": measured, "measuredAt": date.today().isoformat()}
+            fallback={"gpu": gpu, "measuredMiB": measured, "measuredAt": "2026-01-15"}
         ),
     )
-    release = program("staging").get("gpushare-device-plugin-release")
+    release = program(HELM_MIG).get("gpushare-device-plugin-release")
     assert messages_of("time-slicing-replicas-tuned", [with_data(release, "any", replicas_text(tuned))]) == []
     (over,) = messages_of(
         "time-slicing-replicas-tuned", [with_data(release, "any", replicas_text(tuned + 1))]
@@ -622,6 +490,44 @@ def test_mig_resources_are_tuned_for_the_mig_instance(
     too_many = with_data(release, "h20", replicas_text(3, "nvidia.com/mig-1g.12gb", "mixed"))
     (message,) = messages_of("time-slicing-replicas-tuned", [too_many])
     assert "replicas 3 exceeds the tuned maximum 2" in message and "H20 MIG 1g.12gb" in message
+
+
+def _whole_h20(config: dict[str, Any]) -> None:
+    config["gpushare:pools"][0]["sharing"] = {"mode": "time-slicing", "measuredMiB": 4621}
+
+
+@pytest.mark.parametrize(
+    ("stack_name", "edit", "key", "resource", "strategy", "tuned"),
+    [
+        # The pack's own numbers, written down by hand (catalog memory, ceiling 0.9), so that a change to
+        # the one tuning rule cannot move the program's replicas and this guard together unnoticed.
+        ("prod", None, "l20", "nvidia.com/gpu", "none", 8),  # floor(41461.2 / 4621) = floor(8.97)
+        ("prod", None, "t4", "nvidia.com/gpu", "none", 3),  # floor(13824 / 4401) = floor(3.14)
+        ("prod", None, "any", "nvidia.com/gpu", "none", 2),  # fallback T4: floor(13824 / 4621) = floor(2.99)
+        (HELM_MIG, None, "h20", "nvidia.com/mig-1g.12gb", "mixed", 2),  # floor(0.9 x 11264 / 4621) = 2
+        (HELM_MIG, None, "h20", "nvidia.com/mig-1g.24gb", "mixed", 4),  # floor(0.9 x 22138 / 4621) = 4
+        (HELM_MIG, _whole_h20, "h20", "nvidia.com/gpu", "none", 19),  # floor(0.9 x 97871 / 4621) = 19
+    ],
+)
+def test_the_packs_tuned_maximum_is_written_down_per_gpu(
+    use_stack: Callable[..., None],
+    stack_name: str,
+    edit: Callable[[dict[str, Any]], None] | None,
+    key: str,
+    resource: str,
+    strategy: str,
+    tuned: int,
+) -> None:
+    use_stack(stack_name, edit)
+    made = program(stack_name)
+    holder = made.get(
+        "gpushare-config-configmap" if stack_name == "prod" else "gpushare-device-plugin-release"
+    )
+    at_most = with_data(holder, key, replicas_text(tuned, resource, strategy))
+    assert messages_of("time-slicing-replicas-tuned", [at_most]) == []
+    over = with_data(holder, key, replicas_text(tuned + 1, resource, strategy))
+    (message,) = messages_of("time-slicing-replicas-tuned", [over])
+    assert f"{resource} replicas {tuned + 1} exceeds the tuned maximum {tuned} = floor(0.9 x" in message
 
 
 def test_underused_replicas_are_advised(prod: Program, use_stack: Callable[..., None]) -> None:
@@ -657,8 +563,11 @@ def test_shared_resources_must_fail_requests_greater_than_one(prod: Program) -> 
     assert 'key "t4"' in message and "failRequestsGreaterThanOne: true" in message
 
 
-def test_old_or_undated_measurements_are_advised(prod: Program, use_stack: Callable[..., None]) -> None:
-    recent = (date.today() - timedelta(days=30)).isoformat()
+def test_old_or_undated_measurements_are_advised(
+    prod: Program, use_stack: Callable[..., None], fixed_today: Callable[[date], None]
+) -> None:
+    fixed_today(date(2026, 1, 15))  # 228 days after the stacks' 2025-06-01
+    recent = "2025-12-16"  # 30 days before
 
     def dated(config: dict[str, Any]) -> None:
         config["gpushare:pools"][0]["sharing"]["measuredAt"] = recent
@@ -679,6 +588,29 @@ def test_old_or_undated_measurements_are_advised(prod: Program, use_stack: Calla
     use_stack("prod", lambda config: config["gpushare:sharing"].update(maxMeasurementAgeDays=30))
     tightened = messages_of("time-slicing-measurement-fresh", [cm], {"maxMeasurementAgeDays": 10_000})
     assert len(tightened) == 3 and "older than 30 days" in tightened[0]
+
+
+@pytest.mark.parametrize(
+    ("today", "advised"),
+    [
+        # 2025-06-01 + 180 days: June 30 - 1 + July 31 + August 31 + September 30 + October 31 = 152 days
+        # to 2025-10-31, + 28 = 180 on 2025-11-28; the limit is "older than", so day 180 is still fresh.
+        (date(2025, 11, 28), []),
+        (date(2025, 11, 29), ["181 days ago, older than 180 days"] * 3),
+        (date(2025, 6, 1), []),  # measured today (the loader's today, UTC+14)
+    ],
+)
+def test_measurement_age_boundary(
+    prod: Program,
+    use_stack: Callable[..., None],
+    fixed_today: Callable[[date], None],
+    today: date,
+    advised: list[str],
+) -> None:
+    fixed_today(today)
+    use_stack("prod")
+    stale = messages_of("time-slicing-measurement-fresh", [prod.get("gpushare-config-configmap")])
+    assert [m.split("(")[1].split("), ")[1].split(". ")[0] for m in stale] == advised
 
 
 def test_config_data_unknown_during_preview_is_skipped(prod: Program, use_stack: Callable[..., None]) -> None:
@@ -755,7 +687,7 @@ def test_helm_configs_are_judged_with_the_charts_mps_root(
 ) -> None:
     # The 0.15+ chart sets MPS_ROOT={{ .Values.mps.root }} (default /run/nvidia/mps) in every plugin pod, so an
     # MPS config without `flags.mpsRoot` starts there, and only there.
-    use_stack("staging")
+    use_stack(HELM_MIG)
     release = copy.deepcopy(staging.get("gpushare-device-plugin-release"))
     release.props["values"]["config"]["map"]["mps"] = MPS_CONFIG
     assert messages_of("device-plugin-config-valid", [release]) == []
@@ -768,7 +700,7 @@ def test_helm_configs_are_judged_with_the_charts_mps_root(
 def test_helm_configs_follow_the_chart_version_to_0_20_0(
     staging: Program, use_stack: Callable[..., None], chart_version: str, refused: bool
 ) -> None:
-    use_stack("staging")
+    use_stack(HELM_MIG)
     release = copy.deepcopy(staging.get("gpushare-device-plugin-release"))
     release.props["version"] = chart_version
     policy = "version: v1\nflags:\n  plugin:\n    sharedDevicesAllocationPolicy: spread\n"
@@ -855,7 +787,7 @@ def test_a_plugin_without_or_with_a_stale_checksum_does_not_restart(
 def test_the_chart_version_must_be_pinned(staging: Program) -> None:
     release = staging.get("gpushare-device-plugin-release")
     assert messages_of("helm-chart-pinned", [release]) == []
-    for version in (None, "^0.17", "0.17.x", ">=0.15.0"):
+    for version in (None, "^0.17", "0.17.x", ">=0.15.0", "0.17", "0", "0.17.1.2"):
         unpinned = copy.deepcopy(release)
         if version is None:
             del unpinned.props["version"]
@@ -863,6 +795,10 @@ def test_the_chart_version_must_be_pinned(staging: Program) -> None:
             unpinned.props["version"] = version
         (message,) = messages_of("helm-chart-pinned", [unpinned])
         assert "not an exact chart version" in message
+    for version in ("0.17.1", "v0.17.1", "0.20.0-rc.1"):
+        pinned = copy.deepcopy(release)
+        pinned.props["version"] = version
+        assert messages_of("helm-chart-pinned", [pinned]) == [], version
 
 
 def test_top_level_chart_values_that_override_the_files_are_advised(
@@ -941,7 +877,7 @@ def test_opt_out_in_daemonsets_mode_selects_pools_without_tke_switch(
 
     document = stack_document("prod")
     opt_out(document["config"])
-    made = program("prod", load_stack_file(write_stack(document, "prod")))
+    made = program("prod", write_stack(document, "prod"))
     use_stack("prod", opt_out)
     assert not [r for r in made.resources if r.type == DAEMON_SET_PATCH]
     selectors = [
@@ -971,7 +907,7 @@ def test_mig_only_where_the_gpu_supports_it(staging: Program, use_stack: Callabl
 def test_a_mig_strategy_flag_on_a_gpu_without_mig_is_refused(use_stack: Callable[..., None]) -> None:
     use_stack("prod")
     seed = yaml.safe_load(SEED_MISTAKES.read_text())["scenarios"]["mig_strategy_flag_override"]
-    resources = [Res(r["type"], r["name"], r["props"]) for r in seed["resources"]]
+    resources = [Res(r["type"], r["name"], r["props"]) for r in seed["resources"]]  # the seed's, see above
     messages = messages_of("mig-only-on-mig-capable-gpus", resources)
     assert any("runs with migStrategy single" in m and "L20" in m for m in messages), messages
 
@@ -1008,23 +944,15 @@ def test_mig_layout_underused_names_the_better_layout(use_stack: Callable[..., N
     assert messages_of("mig-layout-underused", []) == []
 
 
-def test_mig_layout_underused_reads_a_hand_edited_mig_parted_config(use_stack: Callable[..., None]) -> None:
-    use_stack("staging")
-    edited = Res(
-        CONFIG_MAP,
-        "gpushare-h20-mig-mig-parted",
-        {
-            "metadata": {
-                "name": "gpushare-mig-parted-config-h20",
-                "namespace": "kube-system",
-                "labels": {kube_names.LABEL_POOL: "h20"},
-            },
-            "data": {
-                "config.yaml": "version: v1\nmig-configs:\n  all-1g.12gb:\n  - devices: all\n"
-                '    mig-enabled: true\n    mig-devices:\n      "1g.12gb": 7\n'
-            },
-        },
-        stack="staging",
+def test_mig_layout_underused_reads_a_hand_edited_mig_parted_config(
+    staging: Program, use_stack: Callable[..., None]
+) -> None:
+    use_stack(HELM_MIG)
+    edited = copy.deepcopy(staging.get("gpushare-h20-mig-mig-parted"))
+    assert messages_of("mig-layout-underused", [edited]) == []  # the program writes what advise recommends
+    edited.props["data"]["config.yaml"] = (
+        "version: v1\nmig-configs:\n  all-1g.12gb:\n  - devices: all\n"
+        '    mig-enabled: true\n    mig-devices:\n      "1g.12gb": 7\n'
     )
     (message,) = messages_of("mig-layout-underused", [edited])
     assert 'ConfigMap kube-system/gpushare-mig-parted-config-h20 key "config.yaml"' in message
@@ -1034,7 +962,7 @@ def test_mig_layout_underused_reads_a_hand_edited_mig_parted_config(use_stack: C
 def test_a_mig_pool_must_not_ask_for_a_driver_too_old_for_mig(
     staging: Program, use_stack: Callable[..., None]
 ) -> None:
-    use_stack("staging")
+    use_stack(HELM_MIG)
     h20, l20 = staging.get("gpushare-h20-pool"), staging.get("gpushare-l20-pool")
     assert messages_of("mig-driver-supported", staging.resources) == []  # no driver chosen: TKE's default
 
@@ -1150,6 +1078,8 @@ def test_only_device_plugin_configs_and_plugins_are_considered(
     staging: Program, use_stack: Callable[..., None]
 ) -> None:
     use_stack(HELM_MIG)
+    # Hand-built on purpose: objects the program does not make (another tool's mig-parted file, an app's
+    # ConfigMap, another chart), which the policies must leave alone.
     mig_parted = Res(
         CONFIG_MAP,
         "mig-parted",
@@ -1191,19 +1121,8 @@ def test_without_an_operator_the_pools_own_mig_parted_config_must_hold_its_label
     staging: Program, use_stack: Callable[..., None]
 ) -> None:
     use_stack(HELM_MIG)
-    mig_parted = Res(
-        CONFIG_MAP,
-        "mig-parted",
-        {
-            "metadata": {"name": "gpushare-mig-parted-config-h20", "labels": {kube_names.LABEL_POOL: "h20"}},
-            "data": {
-                "config.yaml": "version: v1\nmig-configs:\n  h20-6x1g.12gb-1x1g.24gb:\n  - devices: all\n"
-                "    mig-enabled: true\n    mig-devices: {1g.12gb: 7}\n"
-            },
-        },
-        HELM_MIG,
-    )
-    assert messages_of("mig-config-exists", [*staging.resources, mig_parted]) == []
+    mig_parted = staging.get("gpushare-h20-mig-mig-parted")  # the pool's own, for its boot-time unit
+    assert messages_of("mig-config-exists", staging.resources) == []
     renamed = copy.deepcopy(staging.get("gpushare-h20-pool"))
     renamed.props["labels"][kube_names.LABEL_MIG_CONFIG] = "all-1g.24gb"
     (message,) = messages_of("mig-config-exists", [renamed, mig_parted])
@@ -1250,6 +1169,7 @@ def test_tag_only_plugin_images_are_advised_and_digests_pass(prod: Program) -> N
 
 
 def test_the_operator_release_is_modelled_as_plugin_0_20_0_on_nfd_gpu_nodes() -> None:
+    # Hand-built on purpose: the chart's defaults alone (empty values), which the program never sends.
     release = Resource(
         HELM_RELEASE,
         "urn:pulumi:staging::gpushare::kubernetes:helm.sh/v3:Release::op",

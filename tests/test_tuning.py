@@ -35,10 +35,17 @@ def test_below_two_replicas_sharing_is_off() -> None:
 
 
 def test_ceiling_changes_the_result_exactly_at_the_boundary() -> None:
-    # 0.5 x 46068 / 5758.5 is exactly 4: exact arithmetic must not round it down to 3.
-    assert max_replicas(46068, 5758, 0.5) == 4
+    # 0.9 x 15360 = 13824 = 4 x 3456: exactly 4 replicas at 3456 MiB, 3 at one MiB more.
+    assert max_replicas(15360, 3456, 0.9) == 4
+    assert max_replicas(15360, 3457, 0.9) == 3
+    # 0.5 x 46068 = 23034 = 3 x 7678: exactly 3.
+    assert max_replicas(46068, 7678, 0.5) == 3
+    assert max_replicas(46068, 7679, 0.5) == 2
     assert max_replicas(10000, 1000, 1.0) == 10
     assert max_replicas(10000, 1001, 1.0) == 9
+    # 0.7 x 1290 = 903 = 3 x 301 exactly, but in binary floating point 0.7 x 1290 / 301 is
+    # 2.9999999999999996: exact arithmetic must not round it down to 2.
+    assert max_replicas(1290, 301, 0.7) == 3
 
 
 @pytest.mark.parametrize("ceiling", [0, -0.1, 1.01])
@@ -60,12 +67,11 @@ def test_measured_above_gpu_memory_is_rejected() -> None:
 
 def test_mig_profile_uses_the_instance_memory() -> None:
     h20 = catalog.gpu("H20")
-    instance = h20.mig_profile("1g.12gb").memory_mib
     result = tune(h20, 4621, mig_profile="1g.12gb")
-    assert result.memory_mib == instance
-    assert result.replicas == max_replicas(instance, 4621, 0.9)
+    assert result.memory_mib == 11264  # GH200 96GB's -lgip for 1g.12gb (H20 has no capture)
+    assert result.replicas == 2  # floor(0.9 x 11264 / 4621) = floor(2.19); the whole GPU would give 19
     with pytest.raises(GpushareError, match="does not fit H20 MIG 1g.12gb"):
-        tune(h20, instance + 1, mig_profile="1g.12gb")
+        tune(h20, 11265, mig_profile="1g.12gb")
 
 
 def test_mig_profile_on_a_non_mig_gpu_is_rejected() -> None:

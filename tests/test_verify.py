@@ -26,7 +26,6 @@ from fake_apiserver import FakeApiServer, label_selector_matches
 
 from gpushare import cli, kube_names
 from gpushare.cluster_expectations import ObjectRef, PluginWorkload, expected_cluster
-from gpushare.errors import GpushareError
 from gpushare.plugin_configs import config_checksum
 from gpushare.stack_config import from_config_values, load_stack_file
 from gpushare.verify_checks import ClusterSnapshot, age, run_checks
@@ -1169,13 +1168,73 @@ def test_a_pod_mounting_an_older_content_addressed_config_map() -> None:
     )
 
 
-def test_a_mode_verify_does_not_model_is_refused() -> None:
-    """Checked against another mode's objects it would report nonsense; the CLI exits 2 on this error."""
-    stack = load_stack_file(PROJECT_DIR / "Pulumi.prod.yaml", "prod")
-    plugin = stack.plugin.model_copy(update={"mode": "gpu-operator"})
-    future = stack.model_copy(update={"sharing": stack.sharing.model_copy(update={"device_plugin": plugin})})
-    with pytest.raises(GpushareError, match="verify does not know devicePlugin.mode 'gpu-operator' yet"):
-        expected_cluster(future)
+@pytest.fixture(scope="module")
+def staging_operator() -> list[Obj]:
+    """Staging on the GPU Operator, as `pulumi up` leaves it: the render's objects, the operator's plugin
+    DaemonSet mounting the ConfigMap the Release values name, one H20 and one L20 node, TKE's DaemonSet
+    untouched (the pools opt out of it)."""
+    manifests, labels, releases = rendered(PROJECT_DIR, "staging")
+    (release,) = releases
+    config_name = release.values["devicePlugin"]["config"]["name"]
+    assert any(m["kind"] == "ConfigMap" and m["metadata"]["name"] == config_name for m in manifests)
+    selector = {"app": "nvidia-device-plugin-daemonset"}
+    operand = daemonset_status(
+        with_uid(
+            "DaemonSet",
+            {
+                "kind": "DaemonSet",
+                "metadata": {"name": "nvidia-device-plugin-daemonset", "namespace": release.namespace},
+                "spec": {
+                    "selector": {"matchLabels": selector},
+                    "template": {
+                        "metadata": {"labels": selector},
+                        "spec": {
+                            "containers": [
+                                {"name": "nvidia-device-plugin", "image": "k8s-device-plugin:v0.20.0"}
+                            ],
+                            "volumes": [{"name": "available-configs", "configMap": {"name": config_name}}],
+                        },
+                    },
+                },
+            },
+        ),
+        2,
+    )
+    # H20 (PNV6.16XLARGE640, 4 GPUs), each 6 x 1g.12gb at floor(0.9 x 11264 / 4621) = 2 and 1 x 1g.24gb at
+    # floor(0.9 x 22138 / 4621) = 4: 4 x 12 = 48 mig-1g.12gb and 4 x 4 = 16 mig-1g.24gb. L20: 8.
+    h20 = node(
+        H20_NODE,
+        {**labels["gpushare-h20"], "nvidia.com/mig.config.state": "success"},
+        {"nvidia.com/mig-1g.12gb": "48", "nvidia.com/mig-1g.24gb": "16"},
+    )
+    l20 = node(L20_NODE, labels["gpushare-l20"], {"nvidia.com/gpu": "8"})
+    return [
+        *(m for m in manifests if m["kind"] != "Namespace"),  # verify reads none; the fake serves none
+        operand,
+        plugin_pod(operand, H20_NODE, "h20aa"),
+        plugin_pod(operand, L20_NODE, "l20bb"),
+        h20,
+        l20,
+        tke_daemonset(None),
+    ]
+
+
+def test_gpu_operator_cluster_conforms_and_a_pod_on_an_older_config_is_stale(
+    server: FakeApiServer, kubeconfig: Path, staging_operator: list[Obj]
+) -> None:
+    objects = copy.deepcopy(staging_operator)
+    code, report = verify(server, kubeconfig, objects, stack="staging")
+    assert (code, report["findings"]) == (0, [])
+    assert report["pools"] == [
+        {"name": "h20", "nodes": [{"name": H20_NODE, "expectedSlots": 64, "allocatable": 64}]},
+        {"name": "l20", "nodes": [{"name": L20_NODE, "expectedSlots": 8, "allocatable": 8}]},
+    ]
+    # The L20 plugin pod still mounts the ConfigMap of an earlier measurement: it serves the old replicas.
+    stale = find(objects, "Pod", "nvidia-device-plugin-daemonset-l20bb")
+    stale["spec"]["volumes"][0]["configMap"]["name"] = "gpushare-device-plugin-config-0123456789"
+    code, report = verify(server, kubeconfig, objects, stack="staging")
+    assert (code, checks(report)) == (1, ["plugin-config-current"])
+    assert "mounts ConfigMap gpushare-device-plugin-config-0123456789" in report["findings"][0]["message"]
 
 
 def test_opted_out_pool_node_without_the_disable_label_or_with_tke_plugin_is_drift() -> None:
