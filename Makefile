@@ -5,6 +5,10 @@ VENV := venv
 PY := $(VENV)/bin/python
 STACK ?= prod
 STACKS := $(patsubst Pulumi.%.yaml,%,$(wildcard Pulumi.*.yaml))
+# Pinned Helm charts for render/check, searched before the user's cache and the chart repositories: the
+# repo's CI and tests use ../shared/charts when it sits beside the clone; elsewhere CHART_DIRS is empty.
+CHART_DIRS ?= $(wildcard ../shared/charts)
+CHART_ARGS := $(addprefix --chart-dir ,$(CHART_DIRS))
 
 .PHONY: test lint typecheck unit plan render check verify scan ci-stacks bench clean
 
@@ -33,11 +37,11 @@ plan: $(VENV)/.installed
 
 # Run the real program under Pulumi's mocks and write every resource and manifest to out/<stack>/.
 render: $(VENV)/.installed
-	$(PY) -m gpushare render --stack $(STACK) --out out/$(STACK)
+	$(PY) -m gpushare render --stack $(STACK) --out out/$(STACK) $(CHART_ARGS)
 
 # Render the stack and run the policy pack over it as `pulumi preview --policy-pack policies` would.
 check: $(VENV)/.installed
-	$(PY) -m gpushare check --stack $(STACK)
+	$(PY) -m gpushare check --stack $(STACK) $(CHART_ARGS)
 
 # Check the live cluster against the stack, read-only (KUBECONFIG / ~/.kube/config; VERIFY_ARGS=--json).
 verify: $(VENV)/.installed
@@ -57,8 +61,8 @@ scan: $(SCAN_VENV)/.installed
 # Render, policy-check and scan every stack in the repo (CI does this after the tests).
 ci-stacks: $(VENV)/.installed $(SCAN_VENV)/.installed
 	set -e; for stack in $(STACKS); do \
-	  $(PY) -m gpushare render --stack $$stack --out out/$$stack; \
-	  $(PY) -m gpushare check --stack $$stack; \
+	  $(PY) -m gpushare render --stack $$stack --out out/$$stack $(CHART_ARGS); \
+	  $(PY) -m gpushare check --stack $$stack $(CHART_ARGS); \
 	  $(PY) -m offline.scan out/$$stack/manifests --checkov $(SCAN_VENV)/bin/checkov; \
 	done
 
@@ -68,7 +72,7 @@ $(VENV)/.bench-installed: $(VENV)/.installed bench/requirements.txt
 	touch $@
 
 bench: $(VENV)/.bench-installed
-	$(PY) -m bench $(BENCH_ARGS)
+	GPUSHARE_CHART_DIRS="$(CHART_DIRS)" $(PY) -m bench $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) out .mypy_cache .ruff_cache .pytest_cache

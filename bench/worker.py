@@ -343,8 +343,8 @@ def run_kind(
         analyzed: list[int] = []
         engine_view = check_module.analyzed_resources
 
-        def counted(stack_run: Any) -> Any:
-            resources = engine_view(stack_run)
+        def counted(stack_run: Any, releases: Any = ()) -> Any:
+            resources = engine_view(stack_run, releases)
             analyzed.append(len(resources))
             return resources
 

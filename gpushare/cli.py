@@ -154,6 +154,22 @@ def _offline(module: str, function: str) -> Callable[[argparse.Namespace, TextIO
     return run
 
 
+def _chart_arguments(parser: argparse.ArgumentParser) -> None:
+    """Where render and check find the Helm charts of the stack's releases (offline/chart_sources.py)."""
+    parser.add_argument(
+        "--chart-dir",
+        action="append",
+        metavar="DIR",
+        help="pinned Helm charts, searched first: a chart directory or a directory of them (repeatable; "
+        "then $GPUSHARE_CHART_DIRS, then the cache $XDG_CACHE_HOME/gpushare/charts, then the repository)",
+    )
+    parser.add_argument(
+        "--no-download",
+        action="store_true",
+        help="never fetch a chart from its repository (also GPUSHARE_CHART_DOWNLOAD=0)",
+    )
+
+
 class Terminated(BaseException):
     """SIGTERM, raised in the main thread like KeyboardInterrupt so `finally` blocks run."""
 
@@ -214,12 +230,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--stack", required=True)
     p.add_argument("--out", required=True, metavar="DIR")
     p.add_argument("--dir", default=str(PROJECT_DIR), help="the Pulumi project directory")
+    _chart_arguments(p)
     p.set_defaults(run=_offline("offline.render", "cmd_render"))
 
     p = sub.add_parser("check", help="render the stack and run the policy pack over it as the CLI does")
     p.add_argument("--stack", required=True)
     p.add_argument("--policy-config", metavar="FILE", help="a --policy-pack-config JSON file")
     p.add_argument("--dir", default=str(PROJECT_DIR), help="the Pulumi project directory")
+    _chart_arguments(p)
     p.set_defaults(run=_offline("offline.check", "cmd_check"))
 
     advise_cli.add_parser(sub)

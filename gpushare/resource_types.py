@@ -15,3 +15,9 @@ TENCENTCLOUD_PROVIDER: Final = "pulumi:providers:tencentcloud"
 
 # The one invoke the program makes: the TKE cluster lookup of its kubeconfig (components/providers.py).
 GET_CLUSTERS: Final = "tencentcloud:Kubernetes/getClusters:getClusters"
+
+
+def is_chart_rendered(urn: str) -> bool:
+    """An object the offline `check` rendered from a Helm release's chart and passed to the pack as a child
+    of the Release: the engine qualifies a child's URN type with its parent's (`<Release type>$<type>`)."""
+    return f"{HELM_RELEASE}$" in urn

@@ -3,6 +3,12 @@
 What `pulumi preview --policy-pack policies` would report, without an engine: the resources are the
 offline render's (inputs for `Analyze`, outputs for `AnalyzeStack`), the pack is started with
 `python -m pulumi.policy <engine> policies` and driven over gRPC.
+
+One addition the CLI does not make: every object a Helm release's chart creates, rendered as `render`
+renders it (`offline.chart_render`), is passed to the pack as a resource of its own, a child of its
+Release (URN `...kubernetes:helm.sh/v3:Release$<type>::<release resource>:<namespace>/<name>`, which
+`gpushare.resource_types.is_chart_rendered` recognises). With `pulumi preview` a Release is one resource
+holding its values; the pack sees what the chart creates only here.
 """
 
 from __future__ import annotations
@@ -17,7 +23,10 @@ from typing import Any, TextIO
 from gpushare.errors import GpushareError
 from gpushare.stack_config import CONFIG_ENV_LIMIT_BYTES, PROJECT, StackConfig
 from offline import policy_driver
-from offline.mock_run import RecordedResource, is_unknown
+from offline.chart_render import ChartObject, RenderedRelease, render_releases
+from offline.chart_sources import ChartSources
+from offline.manifests import schema_version
+from offline.mock_run import RecordedResource, engine_urn, is_unknown
 from offline.policy_driver import (
     AnalyzedResource,
     PackReport,
@@ -25,7 +34,7 @@ from offline.policy_driver import (
     PolicyPackStartError,
     ProviderInfo,
 )
-from offline.render import StackRun, at_secret_paths, run_stack, validated_stack
+from offline.render import StackRun, at_secret_paths, redacted_resources, run_stack, validated_stack
 
 POLICY_PACK_DIR = "policies"
 
@@ -38,6 +47,8 @@ class CheckError(GpushareError):
 class CheckResult:
     stack: str
     report: PackReport
+    chart_warnings: tuple[str, ...] = ()
+    """What Helm warned about while rendering the stack's charts (one line each)."""
 
     @property
     def passed(self) -> bool:
@@ -63,8 +74,33 @@ def _engine_properties(values: Mapping[str, Any], secret_paths: Sequence[str]) -
     return properties
 
 
-def analyzed_resources(stack_run: StackRun) -> list[AnalyzedResource]:
-    """Every registered resource but the root stack and providers, as the engine hands it to a pack."""
+def chart_object_name(obj: ChartObject) -> str:
+    """`<release resource>:<namespace>/<name>` (no namespace part for cluster-scoped objects)."""
+    where = f"{obj.namespace}/{obj.name}" if obj.namespace else obj.name
+    return f"{obj.release.resource.name}:{where}"
+
+
+def _chart_object(obj: ChartObject, by_urn: Mapping[str, RecordedResource]) -> AnalyzedResource:
+    release = obj.release.resource
+    stack, project = release.urn.removeprefix("urn:pulumi:").split("::")[:2]
+    name = chart_object_name(obj)
+    properties = _wire(obj.document)
+    return AnalyzedResource(
+        type=obj.type_token,
+        name=name,
+        urn=engine_urn(stack, project, release.urn, obj.type_token, name),
+        properties=properties,
+        outputs=properties,
+        parent=release.urn,
+        provider=_provider(release, by_urn),
+    )
+
+
+def analyzed_resources(
+    stack_run: StackRun, releases: Sequence[RenderedRelease] = ()
+) -> list[AnalyzedResource]:
+    """Every registered resource but the root stack and providers, as the engine hands it to a pack, and
+    after them every object rendered from the charts of `releases`, each a child of its Release."""
     by_urn = {r.urn: r for r in stack_run.run.resources}
     analyzed = []
     for resource in stack_run.run.resources:
@@ -83,6 +119,7 @@ def analyzed_resources(stack_run: StackRun) -> list[AnalyzedResource]:
                 provider=_provider(resource, by_urn),
             )
         )
+    analyzed += [_chart_object(obj, by_urn) for release in releases for obj in release.objects]
     return analyzed
 
 
@@ -129,15 +166,24 @@ def check_stack(
     *,
     policy_config: Mapping[str, Any] | None = None,
     pack_dir: Path | None = None,
+    chart_sources: ChartSources | None = None,
 ) -> CheckResult:
+    """Render `stack` (charts included, found through `chart_sources`, default from the environment) and
+    run the pack over it; the chart errors are `render`'s, so both commands give the same verdict."""
     project_dir = Path(project_dir)
     pack = pack_dir or project_dir / POLICY_PACK_DIR
     _check_config_fits_environment(validated_stack(project_dir, stack))
     stack_run = run_stack(project_dir, stack)
+    config = stack_run.config
+    releases = render_releases(
+        redacted_resources(stack_run.run),
+        chart_sources or ChartSources.from_environment(),
+        schema_version(config.cluster.kubernetes_version, source=config.source),
+    )
     try:
         report = policy_driver.run_policy_pack(
             pack,
-            analyzed_resources(stack_run),
+            analyzed_resources(stack_run, releases),
             stack=stack,
             project=PROJECT,
             config=stack_run.raw_config,
@@ -147,7 +193,8 @@ def check_stack(
         )
     except PolicyDriverError as err:
         raise CheckError(str(err)) from None
-    return CheckResult(stack=stack, report=report)
+    warnings = tuple(line for release in releases for line in release.warning_lines())
+    return CheckResult(stack=stack, report=report, chart_warnings=warnings)
 
 
 def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
@@ -157,8 +204,15 @@ def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
             policy_config = policy_driver.load_policy_config_file(Path(args.policy_config))
         except (OSError, ValueError, PolicyDriverError) as err:
             raise CheckError(str(err), source=args.policy_config) from None
-    result = check_stack(Path(args.dir), args.stack, policy_config=policy_config)
+    result = check_stack(
+        Path(args.dir),
+        args.stack,
+        policy_config=policy_config,
+        chart_sources=ChartSources.from_arguments(args),
+    )
     report = result.report
+    for warning in result.chart_warnings:
+        sys.stderr.write(warning + "\n")
     out.write(policy_driver.format_report(report))
     out.write(
         f"\nStack {args.stack}: {len(report.mandatory)} mandatory and {len(report.advisory)} advisory "

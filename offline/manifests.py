@@ -37,6 +37,8 @@ __all__ = [
     "dump_yaml",
     "extract_helm_releases",
     "extract_manifests",
+    "has_schema",
+    "manifest_file_name",
     "schema_version",
     "schema_violation",
     "to_plain",
@@ -106,7 +108,7 @@ class Manifest:
         # The type token's kind keeps patches apart from full objects: `daemonsetpatch_...`.
         token_kind = _K8S_TYPE.match(self.resource.type)
         kind = token_kind["kind"] if token_kind else self.kind
-        return _file_name(kind, self.namespace, self.name, ".yaml")
+        return manifest_file_name(kind, self.namespace, self.name, ".yaml")
 
     def header(self) -> str:
         lines = []
@@ -130,7 +132,7 @@ class HelmRelease:
 
     @property
     def file_name(self) -> str:
-        return _file_name("HelmRelease", self.namespace, self.name, HELM_VALUES_SUFFIX)
+        return manifest_file_name("HelmRelease", self.namespace, self.name, HELM_VALUES_SUFFIX)
 
     def header(self) -> str:
         command = ["helm upgrade --install", self.name, self.chart]
@@ -153,7 +155,8 @@ class HelmRelease:
         )
 
 
-def _file_name(kind: str, namespace: str | None, name: str, suffix: str) -> str:
+def manifest_file_name(kind: str, namespace: str | None, name: str, suffix: str = ".yaml") -> str:
+    """`<kind>_<namespace>_<name>.yaml` (no namespace part for cluster-scoped objects), file-name safe."""
     parts = [kind.lower(), *([namespace] if namespace else []), name or "unnamed"]
     return "_".join(_UNSAFE_FILE_CHARS.sub("-", part) for part in parts) + suffix
 
@@ -320,6 +323,11 @@ def validate_manifest(
             message=f"{error.message} (kubernetes-validate knows built-in kinds only)",
         )
     return None
+
+
+def has_schema(document: Mapping[str, Any], version: str) -> bool:
+    """The Kubernetes `version` schema set (e.g. "1.30.0") knows this object's apiVersion and kind."""
+    return _validator(version, _schema_file_name(document), False) is not None
 
 
 def validate_manifests(manifests: Iterable[Manifest], version: str, *, directory: str = "manifests") -> None:

@@ -11,7 +11,9 @@ project and the stack file only.
 
 DIR gets `resources.json` (every registration), `outputs.json` and `capacity.json` (stack outputs),
 `manifests/` (Kubernetes objects as `kubectl apply -f` takes them, each validated strictly against the
-cluster version's schema; Helm releases as values files) and `tke/` (node-pool arguments, with any
+cluster version's schema; each Helm release as its values file and every object its chart creates,
+rendered by Helm and validated by `offline.chart_render`, the chart found by `offline.chart_sources`)
+and `tke/` (node-pool arguments, with any
 pre-start script decoded next to them, and the files that script installs). Values at secret input
 paths are written as `<secret>`, and a render in which a secret value shows up anywhere else is refused.
 Everything is assembled and checked in memory, written to a temporary directory beside DIR and only
@@ -33,6 +35,7 @@ import os
 import re
 import shutil
 import signal
+import sys
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -45,6 +48,8 @@ from gpushare import mig_setup, resource_types
 from gpushare.errors import GpushareError
 from gpushare.plan import capacity_table
 from gpushare.stack_config import StackConfig, load_stack
+from offline.chart_render import ChartObject, RenderedRelease, render_releases
+from offline.chart_sources import ChartSources
 from offline.manifests import (
     HELM_VALUES_SUFFIX,
     dump_yaml,
@@ -71,6 +76,7 @@ __all__ = [
     "StackRun",
     "cmd_render",
     "redacted_inputs",
+    "redacted_resources",
     "render_files",
     "render_stack",
     "resource_tree",
@@ -109,6 +115,8 @@ class RenderResult:
     files: tuple[str, ...]
     """Paths relative to `out_dir` (POSIX), sorted."""
     tree: str
+    releases: tuple[RenderedRelease, ...] = ()
+    """Every Helm release, rendered from its chart (the objects are among `files`)."""
     config: StackConfig | None = None
 
     @property
@@ -243,6 +251,11 @@ def redacted_inputs(resource: RecordedResource) -> dict[str, Any]:
     return redacted
 
 
+def redacted_resources(run: ProgramRun) -> list[RecordedResource]:
+    """Every recorded resource with its inputs redacted (a copy; the recording stays as it was)."""
+    return [dataclasses.replace(r, inputs=redacted_inputs(r)) for r in run.resources]
+
+
 def _secret_values(run: ProgramRun, secret_config: bool) -> dict[str, str]:
     """secret value -> where it was seen (for the error message; the value itself is never shown)."""
     found: dict[str, str] = {}
@@ -331,17 +344,42 @@ def _add(files: dict[str, str], owners: dict[str, str], path: str, text: str, ow
     owners[path] = owner
 
 
-def render_files(run: ProgramRun, kubernetes_schema: str, *, secret_config: bool = False) -> dict[str, str]:
-    """Every file of the render (relative path -> text); nothing is written.
+def _chart_object_text(obj: ChartObject) -> str:
+    document = obj.document
+    ordered = {key: document[key] for key in ("apiVersion", "kind", "metadata")} | document
+    return obj.header() + dump_yaml(ordered)
+
+
+def render_files(
+    run: ProgramRun,
+    kubernetes_schema: str,
+    *,
+    secret_config: bool = False,
+    chart_sources: ChartSources | None = None,
+) -> dict[str, str]:
+    """Every file of the render (relative path -> text); nothing is written. See `render_outputs`."""
+    return render_outputs(run, kubernetes_schema, secret_config=secret_config, chart_sources=chart_sources)[0]
+
+
+def render_outputs(
+    run: ProgramRun,
+    kubernetes_schema: str,
+    *,
+    secret_config: bool = False,
+    chart_sources: ChartSources | None = None,
+) -> tuple[dict[str, str], list[RenderedRelease]]:
+    """Every file of the render (relative path -> text), and the Helm releases rendered from their charts.
 
     Raises `ManifestSchemaError` when a manifest does not validate against `kubernetes_schema` (e.g.
-    "1.30.0") and `RenderError` when a secret would be written in clear text. `secret_config`: the
-    stack had `secure:` values, so their placeholder must not appear anywhere either.
+    "1.30.0"), `ChartSourceError`/`ChartRenderError`/`ChartObjectSchemaError` when a Helm release has no
+    chart, does not render or renders invalid objects, and `RenderError` when a secret would be written
+    in clear text. `secret_config`: the stack had `secure:` values, so their placeholder must not appear
+    anywhere either. `chart_sources`: where charts are found (default: `ChartSources.from_environment()`).
     """
     files: dict[str, str] = {}
     owners: dict[str, str] = {}
     # Everything below works on redacted copies; the recording itself is left as it was.
-    resources = [dataclasses.replace(r, inputs=redacted_inputs(r)) for r in run.resources]
+    resources = redacted_resources(run)
     _add(files, owners, RESOURCES_FILE, _json_text([_resource_record(r) for r in resources]), "resources")
     _add(files, owners, OUTPUTS_FILE, _json_text(run.stack_outputs), "stack outputs")
     capacity = run.stack_outputs.get("capacity")
@@ -357,12 +395,22 @@ def render_files(run: ProgramRun, kubernetes_schema: str, *, secret_config: bool
     for release in extract_helm_releases(resources):
         text = release.header() + dump_yaml(release.values)
         _add(files, owners, f"{MANIFESTS_DIR}/{release.file_name}", text, release.resource.urn)
+    releases = render_releases(
+        resources,
+        chart_sources or ChartSources.from_environment(),
+        kubernetes_schema,
+        directory=MANIFESTS_DIR,
+    )
+    for rendered in releases:
+        for obj in rendered.objects:
+            owner = f"{obj.release.resource.urn} (chart {obj.chart} {obj.chart_version}: {obj.source})"
+            _add(files, owners, f"{MANIFESTS_DIR}/{obj.file_name}", _chart_object_text(obj), owner)
     for resource in resources:
         if resource.type == NODE_POOL_TYPE and not resource.external:
             for path, text in _node_pool_files(resource).items():
                 _add(files, owners, path, text, resource.urn)
     _check_no_secret_leaks(files, _secret_values(run, secret_config))
-    return dict(sorted(files.items()))
+    return dict(sorted(files.items())), releases
 
 
 # --------------------------------------------------------------------------------------------------
@@ -518,8 +566,12 @@ def resource_tree(resources: Sequence[RecordedResource]) -> str:
     return "\n".join(lines)
 
 
-def render_stack(project_dir: Path, stack: str, out_dir: Path) -> RenderResult:
-    """Run the program for `stack` offline and write the render to `out_dir` (replacing a previous one)."""
+def render_stack(
+    project_dir: Path, stack: str, out_dir: Path, *, chart_sources: ChartSources | None = None
+) -> RenderResult:
+    """Run the program for `stack` offline and write the render to `out_dir` (replacing a previous one).
+
+    `chart_sources`: where the charts of Helm releases are found (default: from the environment)."""
     project_dir = Path(project_dir)
     out_dir = Path(out_dir).absolute()
     stack_config = validated_stack(project_dir, stack)
@@ -529,7 +581,9 @@ def render_stack(project_dir: Path, stack: str, out_dir: Path) -> RenderResult:
     _probe_writable(out_dir)
     stack_run = _run_validated(project_dir, stack, stack_config)
     run = stack_run.run
-    files = render_files(run, kubernetes_schema, secret_config=bool(stack_run.secret_keys))
+    files, releases = render_outputs(
+        run, kubernetes_schema, secret_config=bool(stack_run.secret_keys), chart_sources=chart_sources
+    )
     _publish(files, out_dir)
     return RenderResult(
         stack=stack,
@@ -539,26 +593,50 @@ def render_stack(project_dir: Path, stack: str, out_dir: Path) -> RenderResult:
         outputs=run.stack_outputs,
         files=tuple(files),
         tree=resource_tree(run.resources),
+        releases=tuple(releases),
         config=stack_config,
     )
+
+
+def release_summary(rendered: RenderedRelease) -> str:
+    """One line per Helm release: which chart, from where, how many objects, which were not validated."""
+    release = rendered.release
+    count = len(rendered.objects)
+    line = (
+        f"Helm release {release.namespace or 'default'}/{release.name}: chart {release.chart} "
+        f"{release.version} ({rendered.chart.origin}: {rendered.chart.path}) renders {count} "
+        f"object{'' if count == 1 else 's'}"
+    )
+    unvalidated = rendered.unvalidated
+    if not unvalidated:
+        return line + ", each valid against the schema of its kind (Kubernetes or the chart's CRDs)"
+    kinds = ", ".join(sorted({f"{o.api_version} {o.kind}" for o in unvalidated}))
+    return line + f"; {len(unvalidated)} NOT validated (no schema at hand knows {kinds})"
 
 
 def cmd_render(args: argparse.Namespace, out: TextIO) -> int:
     from gpushare.cli import warn_config_size  # the CLI imports this module lazily; no cycle at import
 
-    result = render_stack(Path(args.dir), args.stack, Path(args.out))
+    result = render_stack(
+        Path(args.dir), args.stack, Path(args.out), chart_sources=ChartSources.from_arguments(args)
+    )
     if result.config is not None:
         warn_config_size(result.config)
     in_manifests = [file for file in result.files if file.startswith(f"{MANIFESTS_DIR}/")]
     helm_values = sum(1 for file in in_manifests if file.endswith(HELM_VALUES_SUFFIX))
-    objects = len(in_manifests) - helm_values
+    chart_objects = sum(len(r.objects) for r in result.releases)
+    objects = len(in_manifests) - helm_values - chart_objects
     out.write(
         f"Rendered stack {result.stack} into {args.out}: {len(result.resources)} resources, "
         f"{len(result.files)} files; {objects} Kubernetes object{'' if objects == 1 else 's'} valid against "
         f"the Kubernetes {result.kubernetes_schema.rpartition('.')[0]} schema (strict)"
         + (f", {helm_values} Helm values file{'' if helm_values == 1 else 's'}" if helm_values else "")
-        + "\n\n"
+        + "\n"
     )
-    out.write(f"{result.tree}\n\n")
+    for rendered in result.releases:
+        out.write(release_summary(rendered) + "\n")
+        for warning in rendered.warning_lines():
+            sys.stderr.write(warning + "\n")
+    out.write(f"\n{result.tree}\n\n")
     out.write(f"Capacity plan for stack {result.stack}\n\n{capacity_table(result.capacity)}\n")
     return 0

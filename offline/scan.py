@@ -24,6 +24,7 @@ from typing import Any
 _OWN_OBJECT = "# kubernetes:"
 _PATCH = "# server-side apply patch"
 _HELM = "# Helm release"
+_CHART_RENDERED = "# chart-rendered:"  # offline/chart_render.py: an object a Helm release's chart creates
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,8 @@ def select(manifests: Path) -> Selection:
         header = _header(path)
         if any(line.startswith(_PATCH) for line in header):
             passed_over.append((path, "server-side apply patch: a partial object of TKE's DaemonSet"))
+        elif header and header[0].startswith(_CHART_RENDERED):
+            passed_over.append((path, "rendered from a Helm chart: NVIDIA's object, not gpushare's"))
         elif any(line.startswith(_HELM) for line in header):
             passed_over.append((path, "Helm release: NVIDIA's chart and its values, not gpushare's objects"))
         elif any(line.startswith(_OWN_OBJECT) and "Patch " not in line for line in header):

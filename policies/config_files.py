@@ -21,7 +21,7 @@ import yaml
 from gpushare import device_plugin_config, kube_names
 from gpushare.device_plugin_config import DevicePluginConfig, DevicePluginConfigError, EffectiveFlags
 from gpushare.errors import GpushareError
-from gpushare.resource_types import CONFIG_MAP
+from gpushare.resource_types import CONFIG_MAP, is_chart_rendered
 from gpushare.yaml_bounds import YamlBoundError, YamlTooDeepError, safe_load_bounded
 from policies.props import UNKNOWN, Resource, dig, integer, mapping, string_map, text
 
@@ -230,7 +230,9 @@ class ConfigSource:
 
 
 def config_map_source(res: Resource) -> ConfigSource | None:
-    if res.type != CONFIG_MAP:
+    # A chart's ConfigMaps (passed by the offline check) hold what the Release's values say, and the rules
+    # read those from the Release: one finding, on what the stack controls, with or without them.
+    if res.type != CONFIG_MAP or is_chart_rendered(res.urn):
         return None
     data = res.props.get("data")
     entries = mapping(data)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
+from gpushare.resource_types import is_chart_rendered
 from policies.config_files import ConfigSource, config_map_source
 from policies.props import Resource, resources_of
 from policies.settings import StackFacts, current_stack
@@ -110,13 +111,27 @@ class StackView:
         return dict(by_item), unindexed
 
 
+def _rendered_from(resource: Resource, helm: Iterable[HelmPlugin]) -> bool:
+    """A chart-rendered object (offline check) of one of these releases: a child URN extends its parent's
+    qualified type with `$<type>`, and its name starts with the release resource's name."""
+    if not is_chart_rendered(resource.urn):
+        return False
+    for plugin in helm:
+        prefix, _, name = plugin.urn.rpartition("::")
+        if resource.urn.startswith(f"{prefix}$") and resource.name.startswith(f"{name}:"):
+            return True
+    return False
+
+
 def stack_view(resources: Iterable[Resource], stack: StackFacts) -> StackView:
     resources = tuple(resources)
     sources = [s for s in (config_map_source(r) for r in resources) if s is not None]
     helm = tuple(h for h in (helm_plugin(r) for r in resources) if h is not None)
     sources += [s for s in (h.config_source() for h in helm) if s is not None]
+    # The device-plugin chart's own DaemonSet is the HelmPlugin already (modelled from the values); a
+    # plugin DaemonSet rendered from any other chart is a workload of its own.
     daemon_sets = _patched_daemon_sets(
-        [d for d in (daemon_set_plugin(r) for r in resources) if d is not None]
+        [d for d in (daemon_set_plugin(r) for r in resources if not _rendered_from(r, helm)) if d is not None]
     )
     pools = tuple(p for p in (node_pool_view(r, stack) for r in resources) if p is not None)
     return StackView(stack, resources, tuple(sources), tuple(daemon_sets), helm, pools)

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import copy
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -11,9 +11,14 @@ import pytest
 import yaml
 
 from gpushare import stack_config
+from offline.chart_sources import ChartSourceError
+from offline.render import RenderResult, render_stack
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 FIXTURES = PROJECT_DIR / "tests" / "fixtures"
+# The pinned Helm charts beside the repo (CI and this workplace); a checkout without them skips the tests
+# that render charts (see `pinned_charts`).
+PINNED_CHARTS = PROJECT_DIR.parent / "shared" / "charts"
 # Stacks that exist only for tests: HELM_MIG is the device-plugin chart with a time-sliced H20 MIG pool
 # (pre-start script), the mode combination no repo stack uses since staging moved to the GPU Operator.
 FIXTURE_STACKS = FIXTURES / "stacks"
@@ -30,6 +35,69 @@ def stack_file(stack: str) -> Path:
 STACKS = sorted(
     path.name.removeprefix("Pulumi.").removesuffix(".yaml") for path in PROJECT_DIR.glob("Pulumi.*.yaml")
 )
+
+
+def device_plugin_mode(stack: str) -> str | None:
+    """`gpushare:sharing.devicePlugin.mode` as the stack file states it."""
+    document = yaml.safe_load((PROJECT_DIR / f"Pulumi.{stack}.yaml").read_text())
+    mode = (((document.get("config") or {}).get("gpushare:sharing") or {}).get("devicePlugin") or {}).get(
+        "mode"
+    )
+    return str(mode) if mode else None
+
+
+@pytest.fixture(scope="session", autouse=True)
+def chart_environment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Every render in the tests (subprocesses included) finds charts in PINNED_CHARTS only: never the
+    network (downloads off) and never the user's own cache (an empty one of its own)."""
+    with pytest.MonkeyPatch.context() as patch:
+        if PINNED_CHARTS.is_dir():
+            patch.setenv("GPUSHARE_CHART_DIRS", str(PINNED_CHARTS))
+        else:
+            patch.delenv("GPUSHARE_CHART_DIRS", raising=False)
+        patch.setenv("GPUSHARE_CHART_DOWNLOAD", "0")
+        patch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
+        yield
+
+
+def pinned_charts() -> Path:
+    """PINNED_CHARTS, or skip: without them no Helm release can be rendered offline."""
+    if not PINNED_CHARTS.is_dir():
+        pytest.skip(f"pinned Helm charts not found at {PINNED_CHARTS} (shared/charts is absent)")
+    return PINNED_CHARTS
+
+
+def _skip_without_pinned_charts() -> Iterator[None]:
+    try:
+        yield
+    except ChartSourceError as err:
+        if PINNED_CHARTS.is_dir():
+            raise
+        pytest.skip(f"{err} (the pinned charts, {PINNED_CHARTS}, are absent)")
+
+
+# A checkout without shared/charts beside it cannot render a Helm release offline (and the tests never
+# download): a test or fixture that needs one is skipped, naming the chart, instead of failing.
+pytest_runtest_setup = pytest.hookimpl(wrapper=True)(_skip_without_pinned_charts)
+pytest_runtest_call = pytest.hookimpl(wrapper=True)(_skip_without_pinned_charts)
+
+
+class _Renders(dict[str, RenderResult]):
+    """Stacks rendered on first use, once per session."""
+
+    def __init__(self, out: Path) -> None:
+        super().__init__()
+        self.out = out
+
+    def __missing__(self, stack: str) -> RenderResult:
+        result = self[stack] = render_stack(PROJECT_DIR, stack, self.out / stack)
+        return result
+
+
+@pytest.fixture(scope="session")
+def rendered(tmp_path_factory: pytest.TempPathFactory, chart_environment: None) -> dict[str, RenderResult]:
+    """Every stack of the repo, rendered once for the session (charts from PINNED_CHARTS)."""
+    return _Renders(tmp_path_factory.mktemp("renders"))
 
 
 @pytest.fixture

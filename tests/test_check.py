@@ -10,15 +10,17 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import FIXTURES, PROJECT_DIR, STACKS
+from conftest import FIXTURES, PROJECT_DIR, STACKS, device_plugin_mode, pinned_charts
 
 from gpushare import kube_names
-from gpushare.resource_types import CONFIG_MAP, HELM_RELEASE, NODE_POOL
+from gpushare.resource_types import CONFIG_MAP, HELM_RELEASE, NODE_POOL, is_chart_rendered
 from gpushare.stack_config import PROJECT
 from offline import policy_driver
+from offline.chart_render import RenderedRelease, render_releases
+from offline.chart_sources import ChartSources
 from offline.check import analyzed_resources, check_stack
 from offline.mock_run import load_stack_config
-from offline.render import run_stack
+from offline.render import StackRun, redacted_resources, run_stack
 
 
 def test_resources_reach_the_pack_as_the_engine_sends_them() -> None:
@@ -200,6 +202,82 @@ def test_shared_fallback_without_a_named_gpu_fails_through_the_real_protocol(
 ) -> None:
     tuned = _messages(staging_hand_edits_report, "time-slicing-replicas-tuned")
     assert len(tuned) == 1 and 'key "any"' in tuned[0] and "replicas 8 is not tuned" in tuned[0], tuned
+
+
+# ------------------------------------------------------------------------------- chart-rendered objects
+
+HELM_STACK = next((stack for stack in STACKS if device_plugin_mode(stack) == "helm"), None)
+
+
+@pytest.fixture(scope="module")
+def helm_stack_run() -> tuple[StackRun, list[RenderedRelease]]:
+    if HELM_STACK is None:
+        pytest.skip("no stack uses devicePlugin.mode helm")
+    pinned_charts()
+    stack_run = run_stack(PROJECT_DIR, HELM_STACK)
+    releases = render_releases(redacted_resources(stack_run.run), ChartSources.from_environment(), "1.30.0")
+    return stack_run, releases
+
+
+def test_chart_rendered_objects_reach_the_pack_as_children_of_their_release(
+    helm_stack_run: tuple[StackRun, list[RenderedRelease]],
+) -> None:
+    stack_run, releases = helm_stack_run
+    (release,) = releases
+    resources = analyzed_resources(stack_run, releases)
+    assert not any(is_chart_rendered(r.urn) for r in analyzed_resources(stack_run))  # what preview gives
+    rendered = [r for r in resources if is_chart_rendered(r.urn)]
+    assert len(rendered) == len(release.objects) == 6
+    assert resources[-6:] == rendered  # after every registered resource
+    release_resource = next(r for r in resources if r.type == HELM_RELEASE)
+    namespace = release.release.namespace
+    daemon_set = next(r for r in rendered if r.name.endswith(f":{namespace}/nvidia-device-plugin"))
+    assert daemon_set.name == f"{release_resource.name}:{namespace}/nvidia-device-plugin"
+    assert daemon_set.type == "kubernetes:apps/v1:DaemonSet"
+    assert daemon_set.parent == release_resource.urn
+    assert daemon_set.urn == (
+        f"{release_resource.urn.rpartition('::')[0]}$kubernetes:apps/v1:DaemonSet::{daemon_set.name}"
+    )
+    assert daemon_set.provider == release_resource.provider
+    assert daemon_set.properties["spec"]["template"]["spec"]["initContainers"][0]["command"] == [
+        "config-manager"
+    ]
+    role = next(r for r in rendered if r.type == "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole")
+    assert role.name == f"{release_resource.name}:nvidia-device-plugin-role"  # cluster-scoped: no namespace
+
+
+def test_a_plugin_daemon_set_rendered_from_another_chart_counts_as_a_second_plugin(
+    helm_stack_run: tuple[StackRun, list[RenderedRelease]],
+) -> None:
+    # The device-plugin chart's own DaemonSet is the Helm release the pack already counts (the stack passes,
+    # test_every_stack_passes_the_real_pack); the same DaemonSet from a chart the pack does not model is a
+    # plugin of its own, and lands on the same pools.
+    stack_run, (release,) = helm_stack_run
+    resource = release.release.resource
+    other_resource = dataclasses.replace(
+        resource, name="vendor-plugins", urn=f"{resource.urn.rpartition('::')[0]}::vendor-plugins"
+    )
+    other_release = dataclasses.replace(release.release, resource=other_resource, chart="vendor-gpu-plugins")
+    plugin = next(o for o in release.objects if o.kind == "DaemonSet" and o.name == "nvidia-device-plugin")
+    document = copy.deepcopy(plugin.document)
+    document["metadata"]["name"] = "vendor-device-plugin"
+    other = dataclasses.replace(
+        release,
+        release=other_release,
+        objects=(dataclasses.replace(plugin, release=other_release, document=document),),
+    )
+    report = policy_driver.run_policy_pack(
+        PROJECT_DIR / "policies",
+        analyzed_resources(stack_run, [release, other]),
+        stack=str(HELM_STACK),
+        project=PROJECT,
+        config=stack_run.raw_config,
+        secret_keys=stack_run.secret_keys,
+    )
+    found = [d.message for d in report.mandatory if d.policy_name == "one-device-plugin-per-node"]
+    assert found, policy_driver.format_report(report)
+    assert all("DaemonSet" in m and "vendor-device-plugin" in m and "Helm release" in m for m in found), found
+    assert {d.policy_name for d in report.mandatory} == {"one-device-plugin-per-node"}
 
 
 def test_operator_mistakes_fail_through_the_real_protocol(
