@@ -29,8 +29,10 @@ lint: $(VENV)/.installed
 typecheck: $(VENV)/.installed
 	$(VENV)/bin/mypy
 
+# Two workers (the machines have 2 cores); a test file stays on one worker, so its module fixtures
+# (one render, one fake API server) are built once.
 unit: $(VENV)/.installed
-	$(PY) -m pytest
+	$(PY) -m pytest -n 2 --dist loadfile
 
 plan: $(VENV)/.installed
 	$(PY) -m gpushare plan --stack $(STACK)
