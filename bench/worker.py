@@ -306,8 +306,8 @@ def run_kind(
     """Measure one operation (see the module docstring); `profile` also cProfiles it into that file."""
     from bench import floor, synthetic
     from offline.check import CheckResult, check_stack
-    from offline.mock_run import load_stack_config, read_project_name
     from offline.render import RenderResult, render_stack
+    from offline.stack_files import load_stack_config, read_project_name
 
     sample = Sample(kind=kind, stack=stack)
     if kind == "render":

@@ -26,7 +26,6 @@ from offline import policy_driver
 from offline.chart_render import ChartObject, RenderedRelease, render_releases
 from offline.chart_sources import ChartSources
 from offline.manifests import schema_version
-from offline.mock_run import RecordedResource, engine_urn, is_unknown
 from offline.policy_driver import (
     AnalyzedResource,
     PackReport,
@@ -34,6 +33,7 @@ from offline.policy_driver import (
     PolicyPackStartError,
     ProviderInfo,
 )
+from offline.recorded import RecordedResource, engine_urn, is_unknown
 from offline.render import StackRun, at_secret_paths, redacted_resources, run_stack, validated_stack
 
 POLICY_PACK_DIR = "policies"
