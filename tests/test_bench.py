@@ -17,7 +17,9 @@ from bench.measure import Job, Series, alternating, run_job
 from bench.worker import PHASE_PACK, Sample
 from gpushare import catalog
 from gpushare.stack_config import Mig, load_stack_file
-from offline.policy_driver import AnalyzedResource, pack_python, run_policy_pack
+from offline.pack_process import pack_python
+from offline.policy_driver import run_policy_pack
+from offline.policy_model import AnalyzedResource
 from offline.recorded import RecordedResource
 from offline.render import RESOURCES_FILE, redacted_inputs, render_stack
 from offline.stack_files import load_stack_config
