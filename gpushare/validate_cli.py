@@ -13,8 +13,8 @@ from typing import Any, TextIO
 import yaml
 
 from gpushare.device_plugin.decode import parse
-from gpushare.device_plugin.go_compat import _yaml_problem
-from gpushare.device_plugin.model import _MPS_ERA, PLUGIN_VERSIONS, DevicePluginConfigError, _since
+from gpushare.device_plugin.go_compat import yaml_problem
+from gpushare.device_plugin.model import MPS_ERA, PLUGIN_VERSIONS, DevicePluginConfigError, version_at_least
 from gpushare.errors import GpushareError
 from gpushare.input_files import read_bytes
 from gpushare.yaml_bounds import (
@@ -70,7 +70,7 @@ def _manifest_of(text: str) -> _ConfigMapFile | None:
                 if item is not None:
                     _collect_config_map(item, found)
     except (yaml.YAMLError, YamlBoundError, ValueError) as exc:
-        problem = _yaml_problem(exc) if isinstance(exc, yaml.YAMLError) else str(exc)
+        problem = yaml_problem(exc) if isinstance(exc, yaml.YAMLError) else str(exc)
         raise GpushareError(f"manifest document {index + 2}: not readable YAML: {problem}") from None
     return found
 
@@ -160,7 +160,7 @@ def run_validate_cli(
         return 2
     overrides: dict[str, object] = {}
     if mps_root is not None:
-        if not _since(plugin_version, _MPS_ERA):
+        if not version_at_least(plugin_version, MPS_ERA):
             err.write(f"error: --mps-root: plugin {plugin_version} has no MPS (0.17.1 and later do)\n")
             return 2
         overrides["mpsRoot"] = mps_root

@@ -10,26 +10,26 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from gpushare.device_plugin.flags import _check_flags, _check_plugin_version, _resolve_flags
+from gpushare.device_plugin.flags import check_flags, check_plugin_version, resolve_flags
 from gpushare.device_plugin.go_compat import (
-    _go_fold,
-    _go_format_float32_g,
-    _go_json_number,
-    _go_json_text,
-    _go_parse_int,
-    _go_parse_uint,
-    _join,
-    _load_first_document,
-    _to_json_values,
-    _type_error,
+    go_fold,
+    go_format_float32_g,
+    go_json_number,
+    go_json_text,
+    go_parse_int,
+    go_parse_uint,
+    join_path,
+    json_type_error,
+    load_go_yaml_document,
     parse_go_duration,
+    to_json_values,
 )
 from gpushare.device_plugin.model import (
-    _ALLOCATION_POLICY_ERA,
-    _MPS_ERA,
+    ALLOCATION_POLICY_ERA,
     API_VERSION,
     INFINITE_DURATION_NS,
     MAX_RESOURCE_NAME_LENGTH,
+    MPS_ERA,
     RESOURCE_NAME_PREFIX,
     SHARED_RESOURCE_SUFFIX,
     DevicePluginConfig,
@@ -45,7 +45,7 @@ from gpushare.device_plugin.model import (
     ResourcePattern,
     Resources,
     Sharing,
-    _since,
+    version_at_least,
 )
 from gpushare.yaml_bounds import (
     YamlTooDeepError,
@@ -108,7 +108,7 @@ def _is_uuid(text: str) -> bool:
 
 
 def _is_decimal_uint(text: str) -> bool:
-    return _go_parse_uint(text, 10) is not None
+    return go_parse_uint(text, 10) is not None
 
 
 def is_device_reference(text: str) -> bool:
@@ -147,26 +147,26 @@ encoding/json does when a key appears twice."""
 def _json_int(value: object, go_type: str, path: str, *, unsigned: bool = False) -> int:
     """A JSON number into a Go integer: the literal must parse (no fraction, no exponent, in range)."""
     if isinstance(value, int | float) and not isinstance(value, bool):
-        literal = _go_json_number(value)
-        parsed = _go_parse_uint(literal, 10) if unsigned else _go_parse_int(literal, 10)
+        literal = go_json_number(value)
+        parsed = go_parse_uint(literal, 10) if unsigned else go_parse_int(literal, 10)
         if parsed is not None:
             return parsed
         raise DevicePluginConfigError(
             f"json: cannot unmarshal number {literal} into Go value of type {go_type}", path
         )
-    raise _type_error(value, go_type, path)
+    raise json_type_error(value, go_type, path)
 
 
 def _string_pointer(value: object, current: object, path: str) -> object:
     if value is None or isinstance(value, str):
         return value
-    raise _type_error(value, "string", path)
+    raise json_type_error(value, "string", path)
 
 
 def _bool_pointer(value: object, current: object, path: str) -> object:
     if value is None or isinstance(value, bool):
         return value
-    raise _type_error(value, "bool", path)
+    raise json_type_error(value, "bool", path)
 
 
 def _bool_value(value: object, current: object, path: str) -> object:
@@ -179,14 +179,14 @@ def _device_list_strategy(value: object, current: object, path: str) -> object:
         return None if value is None else (value,)
     if isinstance(value, list) and all(item is None or isinstance(item, str) for item in value):
         return tuple(item or "" for item in value)
-    raise DevicePluginConfigError(f"invalid deviceListStrategy: {_go_json_text(value)}", path)
+    raise DevicePluginConfigError(f"invalid deviceListStrategy: {go_json_text(value)}", path)
 
 
 def _int_list(value: object, current: object, path: str) -> object:
     if value is None:
         return ()
     if not isinstance(value, list):
-        raise _type_error(value, "[]int", path)
+        raise json_type_error(value, "[]int", path)
     return tuple(
         0 if item is None else _json_int(item, "int", f"{path}[{i}]") for i, item in enumerate(value)
     )
@@ -195,7 +195,7 @@ def _int_list(value: object, current: object, path: str) -> object:
 def _resource_name(value: object, path: str) -> str:
     """ResourceName.UnmarshalJSON: a JSON string (null counts as "") run through NewResourceName."""
     if value is not None and not isinstance(value, str):
-        raise _type_error(value, "string", path)
+        raise json_type_error(value, "string", path)
     try:
         return qualify_resource_name(value or "")
     except DevicePluginConfigError as exc:
@@ -208,12 +208,12 @@ def _raw_map(value: object, path: str) -> dict[str, object]:
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise _type_error(value, "map[string]json.RawMessage", path)
+        raise json_type_error(value, "map[string]json.RawMessage", path)
     return value
 
 
 def _missing_key_hint(raw: Mapping[str, object], key: str) -> str:
-    near = [k for k in raw if _go_fold(k) == _go_fold(key)]
+    near = [k for k in raw if go_fold(k) == go_fold(key)]
     return f" (found {near[0]!r}: keys here are case-sensitive)" if near else ""
 
 
@@ -223,7 +223,7 @@ class _Decoder:
     warnings: list[str] = field(default_factory=list)
 
     def has(self, release: str) -> bool:
-        return _since(self.plugin_version, release)
+        return version_at_least(self.plugin_version, release)
 
     def later_keys(self, keys_by_release: Mapping[str, Iterable[str]]) -> dict[str, str]:
         """{key: the release that introduced it} for the keys this version does not know yet."""
@@ -251,14 +251,14 @@ class _Decoder:
         if value is None:
             return state
         if not isinstance(value, dict):
-            raise _type_error(value, go_type, path or None)
+            raise json_type_error(value, go_type, path or None)
         later = later or {}
         matched: dict[str, list[str]] = {}
         for key in sorted(value):
-            child_path = _join(path, key)
-            name = key if key in fields else next((f for f in fields if _go_fold(f) == _go_fold(key)), None)
+            child_path = join_path(path, key)
+            name = key if key in fields else next((f for f in fields if go_fold(f) == go_fold(key)), None)
             if name is None:
-                later_name = next((f for f in later if _go_fold(f) == _go_fold(key)), None)
+                later_name = next((f for f in later if go_fold(f) == go_fold(key)), None)
                 if later_name is not None:
                     self.warn(
                         child_path,
@@ -275,7 +275,7 @@ class _Decoder:
         for name, keys in matched.items():
             if len(keys) > 1:
                 self.warn(
-                    _join(path, name),
+                    join_path(path, name),
                     f"set by {len(keys)} keys ({', '.join(keys)}); the plugin keeps the last in sorted order, "
                     f"'{keys[-1]}'",
                 )
@@ -328,7 +328,7 @@ class _Decoder:
         }
         sharing_fields: dict[str, _FieldDecoder] = {"timeSlicing": self.time_slicing}
         config_fields: dict[str, _FieldDecoder] = {"version": self.version}
-        if self.has(_MPS_ERA):
+        if self.has(MPS_ERA):
             flag_fields.update(
                 mpsRoot=_string_pointer,
                 nvidiaDevRoot=_string_pointer,
@@ -339,7 +339,7 @@ class _Decoder:
             config_fields["imex"] = self.struct_value(
                 {"channelIDs": _int_list, "required": _bool_value}, "v1.Imex"
             )
-        if self.has(_ALLOCATION_POLICY_ERA):
+        if self.has(ALLOCATION_POLICY_ERA):
             flag_fields["gdrcopyEnabled"] = _bool_pointer
             plugin_fields["sharedDevicesAllocationPolicy"] = _string_pointer
         # Keys of later releases are unknown (ignored) to earlier ones, but get a warning of their own.
@@ -347,26 +347,26 @@ class _Decoder:
         flag_fields["plugin"] = self.struct_pointer(
             plugin_fields,
             "v1.PluginCommandLineFlags",
-            self.later_keys({_ALLOCATION_POLICY_ERA: ["sharedDevicesAllocationPolicy"]}),
+            self.later_keys({ALLOCATION_POLICY_ERA: ["sharedDevicesAllocationPolicy"]}),
         )
         flag_fields["gfd"] = self.struct_pointer(gfd_fields, "v1.GFDCommandLineFlags")
         config_fields["flags"] = self.struct_value(
             flag_fields,
             "v1.Flags",
-            self.later_keys({_MPS_ERA: mps_era_flags, _ALLOCATION_POLICY_ERA: ["gdrcopyEnabled"]}),
+            self.later_keys({MPS_ERA: mps_era_flags, ALLOCATION_POLICY_ERA: ["gdrcopyEnabled"]}),
         )
         config_fields["resources"] = self.struct_value(
             {"gpus": self.resource_patterns, "mig": self.resource_patterns}, "v1.Resources"
         )
         config_fields["sharing"] = self.struct_value(
-            sharing_fields, "v1.Sharing", self.later_keys({_MPS_ERA: ["mps"]})
+            sharing_fields, "v1.Sharing", self.later_keys({MPS_ERA: ["mps"]})
         )
-        top_level_later = self.later_keys({_MPS_ERA: ["imex"]})
+        top_level_later = self.later_keys({MPS_ERA: ["imex"]})
 
         if document is None:  # an empty file: JSON null leaves the zero Config
             document = {}
         if not isinstance(document, dict):
-            raise _type_error(document, "v1.Config", None)
+            raise json_type_error(document, "v1.Config", None)
         state = self.plain_struct(document, config_fields, {}, "", "v1.Config", top_level_later)
 
         version = state.get("version") or API_VERSION
@@ -381,7 +381,7 @@ class _Decoder:
         if isinstance(value, int | float) and not isinstance(value, bool):
             return int(value)
         if isinstance(value, str):
-            if value == "infinite" and self.has(_ALLOCATION_POLICY_ERA):
+            if value == "infinite" and self.has(ALLOCATION_POLICY_ERA):
                 return INFINITE_DURATION_NS
             try:
                 return parse_go_duration(value)
@@ -396,7 +396,7 @@ class _Decoder:
         if isinstance(value, int):
             return str(value)
         if isinstance(value, float):
-            return _go_format_float32_g(value)
+            return go_format_float32_g(value)
         if value is None:
             return current
         return _string_pointer(value, current, path)
@@ -406,7 +406,7 @@ class _Decoder:
         if value is None:
             return ()
         if not isinstance(value, list):
-            raise _type_error(value, "[]v1.Resource", path)
+            raise json_type_error(value, "[]v1.Resource", path)
         entries = []
         for index, item in enumerate(value):
             item_path = f"{path}[{index}]"
@@ -419,7 +419,7 @@ class _Decoder:
             self.warn_unknown_keys(raw, ("pattern", "name"), item_path)
             pattern = raw["pattern"]
             if pattern is not None and not isinstance(pattern, str):
-                raise _type_error(pattern, "v1.ResourcePattern", f"{item_path}.pattern")
+                raise json_type_error(pattern, "v1.ResourcePattern", f"{item_path}.pattern")
             name = _resource_name(raw["name"], f"{item_path}.name")
             entries.append(ResourcePattern(pattern=pattern or "", name=name))
         return tuple(entries)
@@ -445,9 +445,9 @@ class _Decoder:
         for key in known[:2]:
             flag = raw.get(key, False)
             if flag is not None and not isinstance(flag, bool):
-                raise _type_error(flag, "bool", _join(path, key))
+                raise json_type_error(flag, "bool", join_path(path, key))
             flags[key] = bool(flag)
-        if self.has(_ALLOCATION_POLICY_ERA):
+        if self.has(ALLOCATION_POLICY_ERA):
             # A *bool from 0.20.0: absent and null both leave it unset.
             flag = raw.get("failRequestsGreaterThanOne")
             flags["failRequestsGreaterThanOne"] = flag if isinstance(flag, bool) else None
@@ -456,10 +456,10 @@ class _Decoder:
                 f"no resources specified{_missing_key_hint(raw, 'resources')}", path
             )
         self.warn_unknown_keys(raw, known, path)
-        resources_path = _join(path, "resources")
+        resources_path = join_path(path, "resources")
         items = raw["resources"]
         if items is not None and not isinstance(items, list):
-            raise _type_error(items, "[]v1.ReplicatedResource", resources_path)
+            raise json_type_error(items, "[]v1.ReplicatedResource", resources_path)
         resources = [
             self.replicated_resource(item, f"{resources_path}[{i}]") for i, item in enumerate(items or [])
         ]
@@ -472,15 +472,15 @@ class _Decoder:
         raw = _raw_map(value, path)
         if "name" not in raw:
             raise DevicePluginConfigError(f"no resource name specified{_missing_key_hint(raw, 'name')}", path)
-        name = _resource_name(raw["name"], _join(path, "name"))
-        devices = self.devices(raw["devices"], _join(path, "devices")) if "devices" in raw else "all"
+        name = _resource_name(raw["name"], join_path(path, "name"))
+        devices = self.devices(raw["devices"], join_path(path, "devices")) if "devices" in raw else "all"
         if "replicas" not in raw:
             raise DevicePluginConfigError(f"no replicas specified{_missing_key_hint(raw, 'replicas')}", path)
-        replicas_path = _join(path, "replicas")
+        replicas_path = join_path(path, "replicas")
         replicas = 0 if raw["replicas"] is None else _json_int(raw["replicas"], "int", replicas_path)
         if replicas < 2:
             raise DevicePluginConfigError("number of replicas must be >= 2", replicas_path)
-        rename = _resource_name(raw["rename"], _join(path, "rename")) if "rename" in raw else None
+        rename = _resource_name(raw["rename"], join_path(path, "rename")) if "rename" in raw else None
         self.warn_unknown_keys(raw, ("name", "devices", "replicas", "rename"), path)
         return {"name": name, "replicas": replicas, "devices": devices, "rename": rename}
 
@@ -494,7 +494,7 @@ class _Decoder:
                 )
             return "all"
         if isinstance(value, int | float) and not isinstance(value, bool):
-            count = _go_parse_int(_go_json_number(value), 10)
+            count = go_parse_int(go_json_number(value), 10)
             if count is not None:
                 if count <= 0:
                     raise DevicePluginConfigError(
@@ -502,14 +502,14 @@ class _Decoder:
                     )
                 return count
         if not isinstance(value, list):
-            raise DevicePluginConfigError(f"unrecognized type for devices spec: {_go_json_text(value)}", path)
+            raise DevicePluginConfigError(f"unrecognized type for devices spec: {go_json_text(value)}", path)
         references = []
         for index, item in enumerate(value):
             if item is None:  # json null into a uint leaves it 0
                 references.append("0")
                 continue
             if isinstance(item, int | float) and not isinstance(item, bool):
-                gpu_index = _go_parse_uint(_go_json_number(item), 10)
+                gpu_index = go_parse_uint(go_json_number(item), 10)
                 if gpu_index is not None:
                     references.append(str(gpu_index))
                     continue
@@ -529,11 +529,11 @@ class _Decoder:
                     (
                         f"; did you mean '{k}'? keys here are case-sensitive"
                         for k in known
-                        if _go_fold(k) == _go_fold(key)
+                        if go_fold(k) == go_fold(key)
                     ),
                     "",
                 )
-                self.warn(_join(path, key), f"unknown key, ignored by the plugin{hint}")
+                self.warn(join_path(path, key), f"unknown key, ignored by the plugin{hint}")
 
     # the model -----------------------------------------------------------------------------------------
 
@@ -625,7 +625,7 @@ class _Decoder:
         if config.sharing.mps is not None:
             if config.sharing.time_slicing is not None:
                 self.warn("sharing.timeSlicing", "ignored: 'mps' takes precedence over 'timeSlicing'")
-            if not config.sharing.mps.fail_requests_greater_than_one and not self.has(_ALLOCATION_POLICY_ERA):
+            if not config.sharing.mps.fail_requests_greater_than_one and not self.has(ALLOCATION_POLICY_ERA):
                 self.warn(
                     "sharing.mps.failRequestsGreaterThanOne",
                     f"plugin {self.plugin_version} forces this to true for MPS (0.20.0 honours false)",
@@ -666,15 +666,15 @@ def parse(
     env vars unless `overrides` says otherwise (they can make a file valid: MIG_STRATEGY=single rescues
     `migStrategy: bogus`). Raises DevicePluginConfigError exactly when the plugin would refuse to start,
     and YamlTooDeepError (no verdict) for nesting deeper than this checker follows."""
-    _check_plugin_version(plugin_version)
+    check_plugin_version(plugin_version)
     try:
-        document = _load_first_document(text)
+        document = load_go_yaml_document(text)
         decoder = _Decoder(plugin_version)
-        config = decoder.config(_to_json_values(document, ""))
+        config = decoder.config(to_json_values(document, ""))
     except RecursionError:  # JSON input, or our own walks, deeper than Python follows
         raise YamlTooDeepError() from None
-    flags, overridden = _resolve_flags(config, overrides, plugin_version, chart_supplies_mps_root)
-    _check_flags(config, flags, plugin_version, overridden)
+    flags, overridden = resolve_flags(config, overrides, plugin_version, chart_supplies_mps_root)
+    check_flags(config, flags, plugin_version, overridden)
     return ParseResult(
         config=config, warnings=decoder.warnings, plugin_version=plugin_version, effective_flags=flags
     )

@@ -10,12 +10,12 @@ from dataclasses import dataclass
 from typing import Literal
 
 from gpushare.device_plugin.model import (
-    _ALLOCATION_POLICY_ERA,
-    _MPS_ERA,
+    ALLOCATION_POLICY_ERA,
     CHART_MPS_ROOT,
     DEVICE_DISCOVERY_STRATEGIES,
     DEVICE_ID_STRATEGIES,
     MIG_STRATEGIES,
+    MPS_ERA,
     PLUGIN_VERSIONS,
     SHARED_DEVICES_ALLOCATION_POLICIES,
     DevicePluginConfig,
@@ -23,8 +23,8 @@ from gpushare.device_plugin.model import (
     EffectiveFlags,
     FlagOverride,
     PluginFlags,
-    _device_list_strategies,
-    _since,
+    device_list_strategies,
+    version_at_least,
 )
 from gpushare.errors import GpushareError
 
@@ -49,7 +49,7 @@ class _FlagSpec:
 
 def _flag_specs(plugin_version: str) -> tuple[_FlagSpec, ...]:
     """The plugin's CLI flags that map onto the config file (cmd/nvidia-device-plugin/main.go per tag)."""
-    newer = _since(plugin_version, _MPS_ERA)
+    newer = version_at_least(plugin_version, MPS_ERA)
     specs = [
         _FlagSpec("migStrategy", "mig_strategy", "string", "none", ("mig-strategy",), ("MIG_STRATEGY",)),
         _FlagSpec(
@@ -148,7 +148,7 @@ def _flag_specs(plugin_version: str) -> tuple[_FlagSpec, ...]:
                 newer_only=True,
             ),
         ]
-    if _since(plugin_version, _ALLOCATION_POLICY_ERA):
+    if version_at_least(plugin_version, ALLOCATION_POLICY_ERA):
         specs += [
             _FlagSpec(
                 "gdrcopyEnabled",
@@ -201,7 +201,7 @@ _OTHER_CLI_FLAGS: dict[str, dict[str, str]] = {
 }
 
 
-def _check_plugin_version(plugin_version: str) -> None:
+def check_plugin_version(plugin_version: str) -> None:
     if plugin_version not in PLUGIN_VERSIONS:
         raise GpushareError(
             f"unsupported device-plugin version {plugin_version!r}; known: {', '.join(PLUGIN_VERSIONS)}"
@@ -256,7 +256,7 @@ def flag_overrides(
     (urfave/cli v2 semantics: a set env var counts even when empty; a string-slice flag splits on commas;
     flag parsing stops at the first non-flag argument). The result feeds `overrides=` of `parse` and
     `effective_flags`. Raises GpushareError where the plugin itself would refuse its command line."""
-    _check_plugin_version(plugin_version)
+    check_plugin_version(plugin_version)
     specs = _flag_specs(plugin_version)
     by_cli_name = {name: spec for spec in specs for name in spec.cli_names}
     other_flags = _OTHER_CLI_FLAGS[plugin_version]
@@ -332,19 +332,19 @@ def effective_flags(
 
     `chart_supplies_mps_root` models the v0.17.1 chart, which always sets MPS_ROOT (an env var, so it beats
     the file); by default nothing supplies it and the file's `flags.mpsRoot` must."""
-    return _resolve_flags(config, overrides, plugin_version, chart_supplies_mps_root)[0]
+    return resolve_flags(config, overrides, plugin_version, chart_supplies_mps_root)[0]
 
 
-def _resolve_flags(
+def resolve_flags(
     config: DevicePluginConfig,
     overrides: Mapping[str, object] | None,
     plugin_version: str,
     chart_supplies_mps_root: bool,
 ) -> tuple[EffectiveFlags, frozenset[str]]:
     """The effective flags and the names of the flags whose value came from an override."""
-    _check_plugin_version(plugin_version)
+    check_plugin_version(plugin_version)
     normalised = _normalise_overrides(overrides or {}, plugin_version)
-    if chart_supplies_mps_root and _since(plugin_version, _MPS_ERA):
+    if chart_supplies_mps_root and version_at_least(plugin_version, MPS_ERA):
         normalised.setdefault("mpsRoot", CHART_MPS_ROOT)
     plugin_flags = config.flags.plugin or PluginFlags()
     values: dict[str, object] = {}
@@ -359,13 +359,13 @@ def _resolve_flags(
                 )
         else:
             values[spec.attribute] = spec.default if file_value is None else file_value
-    if _since(plugin_version, _MPS_ERA) and not values["nvidia_dev_root"]:
+    if version_at_least(plugin_version, MPS_ERA) and not values["nvidia_dev_root"]:
         values["nvidia_dev_root"] = values["nvidia_driver_root"]
     values["overridden"] = tuple(replaced)
     return EffectiveFlags.model_validate(values), frozenset(normalised)
 
 
-def _check_flags(
+def check_flags(
     config: DevicePluginConfig, flags: EffectiveFlags, plugin_version: str, overridden: Iterable[str]
 ) -> None:
     """validateFlags (and, for 0.14.5, the MIG-strategy check of NewPluginManager), in upstream order."""
@@ -376,7 +376,7 @@ def _check_flags(
         suffix = " (value from a CLI/env override)" if flag in from_override else ""
         return DevicePluginConfigError(reason + suffix, _flag_path(specs[flag]))
 
-    allowed_lists = _device_list_strategies(plugin_version)
+    allowed_lists = device_list_strategies(plugin_version)
     for strategy in flags.device_list_strategy:
         if strategy not in allowed_lists:
             raise fail(
@@ -389,7 +389,7 @@ def _check_flags(
         raise fail(
             "sharedDevicesAllocationPolicy", f"invalid --shared-devices-allocation-policy option: {policy}"
         )
-    if not _since(plugin_version, _MPS_ERA):
+    if not version_at_least(plugin_version, MPS_ERA):
         if flags.mig_strategy not in MIG_STRATEGIES:
             raise fail("migStrategy", f"unknown strategy: {flags.mig_strategy}")
         return

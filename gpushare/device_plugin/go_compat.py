@@ -29,7 +29,7 @@ from gpushare.yaml_bounds import (
 # YAML with go-yaml v2 scalar rules
 # --------------------------------------------------------------------------------------------------------
 
-_STR_TAG = "tag:yaml.org,2002:str"
+STR_TAG = "tag:yaml.org,2002:str"
 _INT_TAG = "tag:yaml.org,2002:int"
 _FLOAT_TAG = "tag:yaml.org,2002:float"
 _BOOL_TAG = "tag:yaml.org,2002:bool"
@@ -57,7 +57,7 @@ _GO_DECIMAL_FLOAT = re.compile(r"[-+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9
 _INT64_MIN, _INT64_MAX, _UINT64_MAX = -(2**63), 2**63 - 1, 2**64 - 1
 
 
-def _go_parse_uint(text: str, base: int) -> int | None:
+def go_parse_uint(text: str, base: int) -> int | None:
     """strconv.ParseUint(text, base, 64) with base 0 meaning "from the prefix"; None on any error."""
     if not text:
         return None
@@ -76,12 +76,12 @@ def _go_parse_uint(text: str, base: int) -> int | None:
     return value if value <= _UINT64_MAX else None
 
 
-def _go_parse_int(text: str, base: int) -> int | None:
+def go_parse_int(text: str, base: int) -> int | None:
     """strconv.ParseInt(text, base, 64); None on any error."""
     sign = 1
     if text[:1] in ("+", "-"):
         sign, text = (-1 if text[0] == "-" else 1), text[1:]
-    magnitude = _go_parse_uint(text, base)
+    magnitude = go_parse_uint(text, base)
     if magnitude is None:
         return None
     value = sign * magnitude
@@ -97,7 +97,7 @@ def _go_parse_float(text: str) -> float | None:
     return None if math.isinf(value) else value
 
 
-def _go_yaml_resolve_plain(value: str) -> tuple[str, object]:
+def go_yaml_resolve_plain(value: str) -> tuple[str, object]:
     """go-yaml v2 `resolve("", value)` for a plain scalar: (tag, value). Timestamps are not resolved because
     go-yaml hands them to an untyped target as the original string anyway."""
     if value in _GO_YAML_SPECIAL_SCALARS:
@@ -109,9 +109,9 @@ def _go_yaml_resolve_plain(value: str) -> tuple[str, object]:
             return _FLOAT_TAG, number
     elif hint and hint in "+-0123456789":
         plain = value.replace("_", "")
-        integer = _go_parse_int(plain, 0)
+        integer = go_parse_int(plain, 0)
         if integer is None:
-            integer = _go_parse_uint(plain, 0)
+            integer = go_parse_uint(plain, 0)
         if integer is not None:
             return _INT_TAG, integer
         if _YAML_STYLE_FLOAT.fullmatch(plain):
@@ -119,16 +119,16 @@ def _go_yaml_resolve_plain(value: str) -> tuple[str, object]:
             if number is not None:
                 return _FLOAT_TAG, number
         if plain.startswith("0b"):
-            integer = _go_parse_int(plain[2:], 2)
+            integer = go_parse_int(plain[2:], 2)
             if integer is None:
-                integer = _go_parse_uint(plain[2:], 2)
+                integer = go_parse_uint(plain[2:], 2)
             if integer is not None:
                 return _INT_TAG, integer
         elif plain.startswith("-0b"):
-            integer = _go_parse_int("-" + plain[3:], 2)
+            integer = go_parse_int("-" + plain[3:], 2)
             if integer is not None:
                 return _INT_TAG, integer
-    return _STR_TAG, value
+    return STR_TAG, value
 
 
 class _GoYamlLoader(AliasRecordingComposer, yaml.SafeLoader):
@@ -136,12 +136,12 @@ class _GoYamlLoader(AliasRecordingComposer, yaml.SafeLoader):
 
     def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
         if kind is yaml.ScalarNode and implicit[0]:
-            return _go_yaml_resolve_plain(value)[0]
+            return go_yaml_resolve_plain(value)[0]
         return super().resolve(kind, value, implicit)
 
     def _scalar_as(self, node: yaml.ScalarNode, tag: str) -> object:
         raw = str(self.construct_scalar(node))
-        resolved_tag, value = _go_yaml_resolve_plain(raw)
+        resolved_tag, value = go_yaml_resolve_plain(raw)
         if resolved_tag == tag:
             return value
         if tag == _FLOAT_TAG and resolved_tag == _INT_TAG and isinstance(value, int):
@@ -185,14 +185,14 @@ _GoYamlLoader.add_constructor(_INT_TAG, _GoYamlLoader.construct_go_int)
 _GoYamlLoader.add_constructor(_FLOAT_TAG, _GoYamlLoader.construct_go_float)
 _GoYamlLoader.add_constructor(_BOOL_TAG, _GoYamlLoader.construct_go_bool)
 _GoYamlLoader.add_constructor(_NULL_TAG, _GoYamlLoader.construct_go_null)
-_GoYamlLoader.add_constructor(_STR_TAG, _GoYamlLoader.construct_go_string)
+_GoYamlLoader.add_constructor(STR_TAG, _GoYamlLoader.construct_go_string)
 _GoYamlLoader.add_constructor("tag:yaml.org,2002:timestamp", _GoYamlLoader.construct_go_string)
 _GoYamlLoader.add_constructor("tag:yaml.org,2002:binary", _GoYamlLoader.construct_go_binary)
 for _tag in ("tag:yaml.org,2002:set", "tag:yaml.org,2002:omap", "tag:yaml.org,2002:pairs", None):
     _GoYamlLoader.add_constructor(_tag, _GoYamlLoader.construct_by_kind)
 
 
-def _load_first_document(text: str) -> object:
+def load_go_yaml_document(text: str) -> object:
     """go-yaml's Unmarshal reads the first document only; later ones are never parsed."""
     try:
         check_flow_depth(text)  # before the JSON reader too: deep nesting costs both of them
@@ -204,7 +204,7 @@ def _load_first_document(text: str) -> object:
     try:
         return load_first_document(_GoYamlLoader, text)
     except yaml.YAMLError as exc:
-        raise DevicePluginConfigError(f"error converting YAML to JSON: yaml: {_yaml_problem(exc)}") from exc
+        raise DevicePluginConfigError(f"error converting YAML to JSON: yaml: {yaml_problem(exc)}") from exc
     except YamlBoundError as exc:
         raise DevicePluginConfigError(f"error converting YAML to JSON: yaml: {exc.reason}") from None
 
@@ -220,7 +220,7 @@ def _load_json(text: str) -> object:
         raise ValueError(name)  # NaN/Infinity are not JSON; go-yaml reads them as plain strings
 
     def go_yaml_number(literal: str) -> object:
-        return _go_yaml_resolve_plain(literal)[1]
+        return go_yaml_resolve_plain(literal)[1]
 
     try:
         return json.loads(
@@ -230,7 +230,7 @@ def _load_json(text: str) -> object:
         return _NOT_JSON
 
 
-def _yaml_problem(exc: yaml.YAMLError) -> str:
+def yaml_problem(exc: yaml.YAMLError) -> str:
     if isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark is not None:
         return f"line {exc.problem_mark.line + 1}: {exc.problem}"
     if isinstance(exc, yaml.reader.ReaderError):  # go-yaml: "control characters are not allowed"
@@ -245,7 +245,7 @@ def _yaml_problem(exc: yaml.YAMLError) -> str:
 # --------------------------------------------------------------------------------------------------------
 
 
-def _go_json_number(value: int | float) -> str:
+def go_json_number(value: int | float) -> str:
     """The literal json.Marshal writes for a go-yaml number: floats use the shortest form, in plain notation
     when 1e-6 <= |x| < 1e21, so 2.0 becomes `2` (which then decodes into an int) and 2.5 stays `2.5`."""
     if isinstance(value, int):
@@ -258,7 +258,7 @@ def _go_json_number(value: int | float) -> str:
     return plain.rstrip("0").rstrip(".") if "." in plain else plain
 
 
-def _go_format_float32_g(value: float) -> str:
+def go_format_float32_g(value: float) -> str:
     """strconv.FormatFloat(value, 'g', -1, 32), which sigs.k8s.io/yaml uses to turn a float into a string."""
     if math.isnan(value):
         return "NaN"
@@ -287,18 +287,16 @@ def _go_format_float32_g(value: float) -> str:
     return f"{sign}{whole}.{fraction}" if fraction else f"{sign}{whole}"
 
 
-def _go_json_text(value: object) -> str:
+def go_json_text(value: object) -> str:
     """Compact JSON as Go writes it (sorted keys, HTML-escaped), for messages quoting raw input."""
     if isinstance(value, dict):
-        return (
-            "{" + ",".join(f"{_go_json_text(k)}:{_go_json_text(v)}" for k, v in sorted(value.items())) + "}"
-        )
+        return "{" + ",".join(f"{go_json_text(k)}:{go_json_text(v)}" for k, v in sorted(value.items())) + "}"
     if isinstance(value, list):
-        return "[" + ",".join(_go_json_text(v) for v in value) + "]"
+        return "[" + ",".join(go_json_text(v) for v in value) + "]"
     if isinstance(value, bool) or value is None:
         return json.dumps(value)
     if isinstance(value, int | float):
-        return _go_json_number(value)
+        return go_json_number(value)
     text = json.dumps(str(value), ensure_ascii=False)
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
@@ -316,23 +314,23 @@ def _json_kind(value: object) -> str:
     return "object"
 
 
-def _type_error(value: object, go_type: str, path: str | None) -> DevicePluginConfigError:
+def json_type_error(value: object, go_type: str, path: str | None) -> DevicePluginConfigError:
     return DevicePluginConfigError(
         f"json: cannot unmarshal {_json_kind(value)} into Go value of type {go_type}", path
     )
 
 
-def _to_json_values(node: object, path: str) -> object:
+def to_json_values(node: object, path: str) -> object:
     """sigs.k8s.io/yaml's YAML->JSON step: map keys become strings (a null key is an error), and a NaN or
     infinity anywhere, even under an unknown key, makes json.Marshal fail."""
     if isinstance(node, dict):
         converted: dict[str, object] = {}
         for key, child in node.items():
             key_text = _json_key(key, child, path)
-            converted[key_text] = _to_json_values(child, _join(path, key_text))
+            converted[key_text] = to_json_values(child, join_path(path, key_text))
         return converted
     if isinstance(node, list):
-        return [_to_json_values(child, f"{path}[{i}]") for i, child in enumerate(node)]
+        return [to_json_values(child, f"{path}[{i}]") for i, child in enumerate(node)]
     if isinstance(node, float) and not math.isfinite(node):
         go_value = "NaN" if math.isnan(node) else ("+Inf" if node > 0 else "-Inf")
         raise DevicePluginConfigError(
@@ -349,23 +347,23 @@ def _json_key(key: object, value: object, path: str) -> str:
     if isinstance(key, int):
         return str(key)
     if isinstance(key, float):
-        text = _go_format_float32_g(key)
+        text = go_format_float32_g(key)
         return {"+Inf": ".inf", "-Inf": "-.inf", "NaN": ".nan"}.get(text, text)
     if isinstance(key, str):
         return key
     # sigs.k8s.io/yaml formats this with Go's %s of a nil interface; v1.4.0 lower-cased the first word.
     raise DevicePluginConfigError(
         f"error converting YAML to JSON: unsupported map key of type: %!s(<nil>), key: <nil>, "
-        f"value: {_go_json_text(value)}",
+        f"value: {go_json_text(value)}",
         path or None,
     )
 
 
-def _join(path: str, key: str) -> str:
+def join_path(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
 
-def _go_fold(text: str) -> str:
+def go_fold(text: str) -> str:
     """The case folding encoding/json uses to match keys to struct fields: ASCII case, plus the two
     non-ASCII runes that fold to ASCII letters (long s, Kelvin sign)."""
     return text.lower().replace("\u017f", "s").replace("\u212a", "k")

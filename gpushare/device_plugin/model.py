@@ -31,11 +31,11 @@ SHARED_DEVICES_ALLOCATION_POLICIES = ("distributed", "packed")
 # Durations (`flags.gfd.sleepInterval`) may say `infinite` from 0.20.0 on; the plugin stores math.MaxInt64.
 INFINITE_DURATION_NS = 2**63 - 1
 
-# The releases whose additions the rules below switch on: 0.17.1 stands for everything the 0.15 restructuring
+# The releases whose additions the rules (decode, flags) switch on: 0.17.1 stands for everything the 0.15 restructuring
 # brought (MPS, IMEX, device discovery); 0.20.0 adds the allocation policy, GDRCopy, an honoured
 # `failRequestsGreaterThanOne: false` for MPS and `infinite` durations.
-_MPS_ERA = "0.17.1"
-_ALLOCATION_POLICY_ERA = "0.20.0"
+MPS_ERA = "0.17.1"
+ALLOCATION_POLICY_ERA = "0.20.0"
 
 
 def _version_key(plugin_version: str) -> tuple[int, ...]:
@@ -47,12 +47,9 @@ def version_at_least(plugin_version: str, release: str) -> bool:
     return _version_key(plugin_version) >= _version_key(release)
 
 
-_since = version_at_least
-
-
-def _device_list_strategies(plugin_version: str) -> tuple[str, ...]:
+def device_list_strategies(plugin_version: str) -> tuple[str, ...]:
     base = ("envvar", "volume-mounts", "cdi-annotations")
-    return (*base, "cdi-cri") if _since(plugin_version, _MPS_ERA) else base
+    return (*base, "cdi-cri") if version_at_least(plugin_version, MPS_ERA) else base
 
 
 class DevicePluginConfigError(GpushareError):

@@ -11,7 +11,7 @@ from typing import Any
 import yaml
 
 from gpushare.device_plugin.decode import parse
-from gpushare.device_plugin.go_compat import _STR_TAG, _go_yaml_resolve_plain, format_go_duration
+from gpushare.device_plugin.go_compat import STR_TAG, format_go_duration, go_yaml_resolve_plain
 from gpushare.device_plugin.model import (
     PLUGIN_VERSIONS,
     DevicePluginConfig,
@@ -41,8 +41,8 @@ class _GoSafeDumper(yaml.SafeDumper):
 
     def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
         if kind is yaml.ScalarNode and implicit[0]:
-            go_tag = _go_yaml_resolve_plain(value)[0]
-            if go_tag != _STR_TAG:
+            go_tag = go_yaml_resolve_plain(value)[0]
+            if go_tag != STR_TAG:
                 return go_tag
         return super().resolve(kind, value, implicit)
 
