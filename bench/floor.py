@@ -25,8 +25,9 @@ from typing import Any, Final
 
 import pulumi
 
-from offline.mock_run import STACK_TYPE, ProgramRun, run_function
+from offline.mock_run import run_function
 from offline.program_mocks import program_mocks
+from offline.recorded import STACK_TYPE, ProgramRun
 from offline.render import OUTPUTS_FILE, RESOURCES_FILE, at_secret_paths
 
 PROVIDER_TYPE_PREFIX: Final = "pulumi:providers:"

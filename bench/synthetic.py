@@ -30,7 +30,7 @@ from typing import Any, Final, Literal
 
 import yaml
 
-from offline.mock_run import load_stack_config
+from offline.stack_files import load_stack_config
 
 REPO_ROOT: Final = Path(__file__).resolve().parent.parent
 BENCH_DIR: Final = Path(__file__).resolve().parent

@@ -133,12 +133,12 @@ def current_rss_kib() -> int:
 def _pack_peak_recorder(peaks: list[int]) -> Iterator[None]:
     """Record the pack process's VmHWM as the driver stops it (its work is done by then).
 
-    Hooks `offline.policy_driver._PackProcess.stop`, a private name: if it is ever renamed the hook is
+    Hooks `offline.pack_process.PackProcess.stop`: if it is ever renamed the hook is
     skipped and the pack's memory reads 0 ("not measured"), the timings are unaffected.
     """
-    import offline.policy_driver as policy_driver
+    import offline.pack_process as pack_processes
 
-    pack_process = getattr(policy_driver, "_PackProcess", None)
+    pack_process = getattr(pack_processes, "PackProcess", None)
     original = getattr(pack_process, "stop", None)
     if pack_process is None or original is None:
         yield
@@ -306,8 +306,8 @@ def run_kind(
     """Measure one operation (see the module docstring); `profile` also cProfiles it into that file."""
     from bench import floor, synthetic
     from offline.check import CheckResult, check_stack
-    from offline.mock_run import load_stack_config, read_project_name
     from offline.render import RenderResult, render_stack
+    from offline.stack_files import load_stack_config, read_project_name
 
     sample = Sample(kind=kind, stack=stack)
     if kind == "render":

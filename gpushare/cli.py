@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TextIO
 
-from gpushare import advise_cli, catalog, device_plugin_config, input_files, mig_parted
+from gpushare import advise_cli, catalog, device_plugin, input_files, mig_parted, validate_cli
 from gpushare.errors import GpushareError
 from gpushare.plan import build_plan, capacity_json, capacity_table
 from gpushare.stack_config import CONFIG_ENV_LIMIT_BYTES, CONFIG_ENV_WARN_BYTES, StackConfig, load_stack
@@ -61,7 +61,7 @@ def cmd_catalog(args: argparse.Namespace, out: TextIO) -> int:
 
 def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
     if args.kind == "device-plugin-config":
-        return device_plugin_config.run_validate_cli(
+        return validate_cli.run_validate_cli(
             args.files, args.plugin_version, out, sys.stderr, mps_root=args.mps_root
         )
     return mig_parted.run_validate_cli(args.files, args.gpu, out, sys.stderr)
@@ -190,11 +190,11 @@ def build_parser() -> argparse.ArgumentParser:
     kinds = p.add_subparsers(dest="kind", required=True)
     k = kinds.add_parser("device-plugin-config", help="NVIDIA k8s-device-plugin config files")
     k.add_argument("files", nargs="+", metavar="FILE")
-    k.add_argument("--plugin-version", choices=device_plugin_config.PLUGIN_VERSIONS, default="0.14.5")
+    k.add_argument("--plugin-version", choices=device_plugin.PLUGIN_VERSIONS, default="0.14.5")
     k.add_argument(
         "--mps-root",
         metavar="PATH",
-        help=f"MPS_ROOT as NVIDIA's charts set it (their default: {device_plugin_config.CHART_MPS_ROOT})",
+        help=f"MPS_ROOT as NVIDIA's charts set it (their default: {device_plugin.CHART_MPS_ROOT})",
     )
     k.set_defaults(run=cmd_validate)
     k = kinds.add_parser("mig-config", help="NVIDIA mig-parted config files")

@@ -10,7 +10,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 
-from gpushare import device_plugin_config
+from gpushare import device_plugin
 from gpushare.plan import FALLBACK_KEY, GPU_RESOURCE, PoolPlan, SharingPlan
 
 
@@ -36,11 +36,11 @@ class PluginConfigEntry:
 
 def _pool_entry(plan: PoolPlan) -> PluginConfigEntry:
     if plan.shared:
-        config = device_plugin_config.time_slicing_config(
+        config = device_plugin.time_slicing_config(
             [(s.resource, s.tuning.replicas) for s in plan.shared], plan.mig_strategy
         )
     else:
-        config = device_plugin_config.exclusive_config(plan.mig_strategy)
+        config = device_plugin.exclusive_config(plan.mig_strategy)
     sharing = plan.pool.sharing
     measurement = plan.pool.measurement
     provenance: dict[str, object] = {
@@ -64,7 +64,7 @@ def _pool_entry(plan: PoolPlan) -> PluginConfigEntry:
         provenance["measuredMiB"] = measurement.measured_mib
         provenance["measuredAt"] = measurement.measured_at
         provenance["source"] = measurement.source
-    return PluginConfigEntry(plan.name, device_plugin_config.render(config), provenance)
+    return PluginConfigEntry(plan.name, device_plugin.render(config), provenance)
 
 
 def _fallback_entry(plan: SharingPlan) -> PluginConfigEntry:
@@ -73,9 +73,9 @@ def _fallback_entry(plan: SharingPlan) -> PluginConfigEntry:
     fallback = plan.fallback
     shared = [(GPU_RESOURCE, fallback.tuning)] if fallback.tuning is not None and fallback.shared else []
     if shared:
-        config = device_plugin_config.time_slicing_config([(r, t.replicas) for r, t in shared], "none")
+        config = device_plugin.time_slicing_config([(r, t.replicas) for r, t in shared], "none")
     else:
-        config = device_plugin_config.exclusive_config("none")
+        config = device_plugin.exclusive_config("none")
     setting = fallback.setting
     provenance: dict[str, object] = {
         "pool": None,
@@ -98,7 +98,7 @@ def _fallback_entry(plan: SharingPlan) -> PluginConfigEntry:
         provenance["measuredMiB"] = setting.measured_mib
         provenance["measuredAt"] = setting.measured_at
         provenance["source"] = setting.source
-    return PluginConfigEntry(FALLBACK_KEY, device_plugin_config.render(config), provenance)
+    return PluginConfigEntry(FALLBACK_KEY, device_plugin.render(config), provenance)
 
 
 def plugin_config_entries(plan: SharingPlan) -> tuple[PluginConfigEntry, ...]:

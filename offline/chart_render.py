@@ -43,7 +43,7 @@ from offline.manifests import (
     to_plain,
     validate_manifest,
 )
-from offline.mock_run import RecordedResource
+from offline.recorded import RecordedResource
 
 __all__ = [
     "CHART_RENDERED_MARK",

@@ -22,18 +22,19 @@ from typing import Any, TextIO
 
 from gpushare.errors import GpushareError
 from gpushare.stack_config import CONFIG_ENV_LIMIT_BYTES, PROJECT, StackConfig
-from offline import policy_driver
+from offline import pack_process, policy_driver
 from offline.chart_render import ChartObject, RenderedRelease, render_releases
 from offline.chart_sources import ChartSources
 from offline.manifests import schema_version
-from offline.mock_run import RecordedResource, engine_urn, is_unknown
-from offline.policy_driver import (
+from offline.policy_config import load_policy_config_file
+from offline.policy_model import (
     AnalyzedResource,
     PackReport,
     PolicyDriverError,
     PolicyPackStartError,
     ProviderInfo,
 )
+from offline.recorded import RecordedResource, engine_urn, is_unknown
 from offline.render import StackRun, at_secret_paths, redacted_resources, run_stack, validated_stack
 
 POLICY_PACK_DIR = "policies"
@@ -142,7 +143,7 @@ def _pack_interpreter(pack: Path) -> str:
     """The pack's own virtualenv when it exists (as the CLI would use it), else this interpreter: the
     repo's venv installs the pack's requirements too (requirements-dev.txt includes them)."""
     try:
-        return policy_driver.pack_python(pack)
+        return pack_process.pack_python(pack)
     except PolicyPackStartError:
         return sys.executable
 
@@ -201,7 +202,7 @@ def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
     policy_config = None
     if args.policy_config:
         try:
-            policy_config = policy_driver.load_policy_config_file(Path(args.policy_config))
+            policy_config = load_policy_config_file(Path(args.policy_config))
         except (OSError, ValueError, PolicyDriverError) as err:
             raise CheckError(str(err), source=args.policy_config) from None
     result = check_stack(

@@ -1,16 +1,18 @@
-"""Run a CrossGuard policy pack offline, the way `pulumi preview --policy-pack DIR` runs it.
+"""Run a CrossGuard policy pack offline, the way `pulumi preview --policy-pack DIR` runs it: the analyzer
+client and the run.
 
 There is no Pulumi CLI or engine here, so this module plays the engine's part:
 
-1. It starts a minimal fake `pulumirpc.Engine` server and launches the pack exactly like the CLI's
-   Python language host: `python -u -m pulumi.policy <engine address> DIR` with `cwd=DIR` and the
-   `PULUMI_ORGANIZATION/PROJECT/STACK/DRY_RUN/CONFIG` environment.
+1. It starts the pack with a fake engine (`offline.pack_process`): `python -u -m pulumi.policy <engine
+   address> DIR` with `cwd=DIR` and the `PULUMI_ORGANIZATION/PROJECT/STACK/DRY_RUN/CONFIG` environment.
 2. It reads the pack's gRPC port from the first stdout line and drives the `pulumirpc.Analyzer`
    RPCs in the engine's order: Handshake, ConfigureStack, GetPluginInfo, GetAnalyzerInfo,
-   Configure (policy config reconciled like `ReconcilePolicyPackConfig`), then Remediate and
-   Analyze for each resource, and AnalyzeStack once at the end.
-3. It stops the pack like the CLI (SIGINT, then kill after 5 s) and returns a `PackReport`;
-   `format_report` renders it as the "Policies:" block of `pulumi preview`.
+   Configure (policy config reconciled like `ReconcilePolicyPackConfig`, `offline.policy_config`), then
+   Remediate and Analyze for each resource, and AnalyzeStack once at the end; requests and answers are
+   encoded and decoded here.
+3. It stops the pack like the CLI (SIGINT, then kill after 5 s) and returns a `PackReport`
+   (`offline.policy_model`); `format_report` (`offline.policy_report`) renders it as the "Policies:" block
+   of `pulumi preview`.
 
 Upstream references: pulumi/pulumi `pkg/resource/plugin/analyzer_plugin.go`,
 `pkg/resource/analyzer/config.go`, `pkg/engine/update.go`, `pkg/resource/deploy/step_generator.go`
@@ -23,36 +25,49 @@ import contextlib
 import dataclasses
 import json
 import os
-import queue
-import signal
-import subprocess
 import sys
-import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent import futures
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any, Final
+from typing import Any, Final
 
 import grpc  # type: ignore[import-untyped]
-import jsonschema  # type: ignore[import-untyped]
-import yaml
 from google.protobuf import empty_pb2, json_format, struct_pb2  # type: ignore[import-untyped]
-from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc, engine_pb2, engine_pb2_grpc
+from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
+
+from offline.pack_process import GRPC_OPTIONS, PackProcess, _serve_engine, load_pack_project
+from offline.policy_config import parse_policy_config, reconcile_policy_config
+from offline.policy_model import (
+    ENFORCEMENT_LEVELS,
+    SDK_PACK_VERSION,
+    AnalyzedResource,
+    Diagnostic,
+    NotApplicable,
+    PackReport,
+    PolicyConfigEntry,
+    PolicyConfigError,
+    PolicyDriverError,
+    PolicyInfo,
+    PolicyPackRpcError,
+    PolicyPackStartError,
+    ProviderInfo,
+    Remediation,
+    root_stack_urn,
+)
+from offline.policy_report import format_report
 
 # Inside `properties` the engine sends every unknown (computed) value as `UNKNOWN` and a secret as
 # `secret(value)`; both are part of this module's interface.
 from offline.wire import UNKNOWN, secret
 
+# The driver's interface: what `run_policy_pack` takes, returns and raises, the two marked values the
+# engine puts in `properties`, and `format_report` to show a report as `pulumi preview` does.
 __all__ = [
-    "ENFORCEMENT_LEVELS",
     "UNKNOWN",
     "AnalyzedResource",
     "Diagnostic",
     "NotApplicable",
     "PackReport",
-    "PolicyConfigEntry",
     "PolicyConfigError",
     "PolicyDriverError",
     "PolicyInfo",
@@ -61,15 +76,10 @@ __all__ = [
     "ProviderInfo",
     "Remediation",
     "format_report",
-    "load_policy_config_file",
-    "pack_python",
-    "reconcile_policy_config",
-    "root_stack_urn",
     "run_policy_pack",
     "secret",
 ]
 
-ENFORCEMENT_LEVELS: Final = ("advisory", "mandatory", "remediate", "disabled")
 _LEVEL_FROM_PROTO: Final[Mapping[int, str]] = {
     analyzer_pb2.ADVISORY: "advisory",  # 0: also what an unset level reads as
     analyzer_pb2.MANDATORY: "mandatory",  # 1
@@ -90,536 +100,7 @@ _POLICY_TYPE_FROM_PROTO: Final[Mapping[int, str]] = {
     analyzer_pb2.POLICY_TYPE_STACK: "stack",
 }
 
-SHUTDOWN_GRACE_SECONDS: Final = 5.0  # the CLI interrupts a plugin, then kills it after 5 s
 _DIAL_TIMEOUT_SECONDS: Final = 10.0  # pluginRPCConnectionTimeout in the CLI
-_MAX_MESSAGE_BYTES: Final = 400 * 1024 * 1024  # what pulumi_policy allows, far above the 4 MB default
-_GRPC_OPTIONS: Final = [
-    ("grpc.max_receive_message_length", _MAX_MESSAGE_BYTES),
-    ("grpc.max_send_message_length", _MAX_MESSAGE_BYTES),
-]
-_SDK_PACK_VERSION: Final = "0.0.1"  # what the Python SDK always reports; PulumiPolicy.yaml wins
-
-
-# --------------------------------------------------------------------------------------------------
-# Errors
-
-
-class PolicyDriverError(Exception):
-    """Base class for everything this module raises about a pack or its configuration."""
-
-
-class PolicyPackStartError(PolicyDriverError):
-    """The pack could not be started, or exited or misbehaved before it printed its port."""
-
-    def __init__(self, message: str, *, stderr: str = "") -> None:
-        self.message = message
-        self.stderr = stderr
-        super().__init__(_with_stderr(message, stderr))
-
-
-class PolicyConfigError(PolicyDriverError):
-    """The policy config is malformed or does not validate against a policy's config schema.
-
-    Raised before any resource is analyzed, as the CLI aborts with "validating policy config".
-    """
-
-    def __init__(self, message: str, *, errors: Sequence[str] = ()) -> None:
-        self.message = message
-        self.errors = list(errors)
-        super().__init__(message)
-
-
-class PolicyPackRpcError(PolicyDriverError):
-    """An Analyzer RPC failed (for example a policy raised): the engine would fail the preview."""
-
-    def __init__(self, rpc: str, code: str, details: str, *, stderr: str = "") -> None:
-        self.rpc = rpc
-        self.code = code
-        self.details = details
-        self.stderr = stderr
-        super().__init__(_with_stderr(f"policy pack RPC {rpc} failed ({code}): {details}", stderr))
-
-
-def _with_stderr(message: str, stderr: str) -> str:
-    text = stderr.strip()
-    return f"{message}\n--- policy pack stderr ---\n{text}" if text else message
-
-
-# --------------------------------------------------------------------------------------------------
-# What goes in and what comes out
-
-
-@dataclass(frozen=True)
-class ProviderInfo:
-    """The provider resource of an analyzed resource (`AnalyzerProviderResource`)."""
-
-    type: str
-    urn: str
-    name: str
-    properties: Mapping[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class AnalyzedResource:
-    """One resource as the engine sends it. Property names are the engine's camelCase names.
-
-    `properties` are the inputs (what `Analyze` sees); `outputs`, when given, are what
-    `AnalyzeStack` sees, as the engine sends outputs there. Use `UNKNOWN` and `secret()` for
-    computed and secret values.
-    """
-
-    type: str
-    name: str
-    urn: str
-    properties: Mapping[str, Any]
-    parent: str | None = None
-    protect: bool = False
-    dependencies: Sequence[str] = ()
-    provider: ProviderInfo | None = None
-    outputs: Mapping[str, Any] | None = None
-
-
-@dataclass(frozen=True)
-class Diagnostic:
-    """One policy violation, attributed to a URN the way the engine attributes it."""
-
-    policy_name: str
-    policy_pack_name: str
-    description: str
-    message: str
-    enforcement_level: str  # "advisory" | "mandatory" | "remediate" | "disabled"
-    urn: str
-    severity: str  # "" (unspecified) | "low" | "medium" | "high" | "critical"
-    policy_pack_version: str = ""
-
-    @property
-    def resource_type(self) -> str:
-        return _split_urn(self.urn)[0]
-
-    @property
-    def resource_name(self) -> str:
-        return _split_urn(self.urn)[1]
-
-
-@dataclass(frozen=True)
-class NotApplicable:
-    """A policy that declared itself not applicable to a resource (or to the stack)."""
-
-    policy_name: str
-    reason: str
-    urn: str
-
-
-@dataclass(frozen=True)
-class Remediation:
-    """A remediation that rewrote a resource's inputs before `Analyze` saw them."""
-
-    policy_name: str
-    policy_pack_name: str
-    description: str
-    urn: str
-    properties: Mapping[str, Any]
-
-
-@dataclass(frozen=True)
-class PolicyInfo:
-    """A policy of the pack. `enforcement_level` is the effective level after the policy config."""
-
-    name: str
-    description: str
-    enforcement_level: str
-    config_schema: dict[str, Any] | None  # {"properties": {...}, "required": [...]} or None
-    policy_type: str = ""  # "resource" | "stack" | ""
-    severity: str = ""
-    display_name: str = ""
-
-
-@dataclass(frozen=True)
-class PackReport:
-    """Everything one run of a pack produced."""
-
-    pack_name: str
-    policies: list[PolicyInfo]
-    diagnostics: list[Diagnostic]
-    not_applicable: list[NotApplicable]
-    stderr: str
-    pack_version: str = _SDK_PACK_VERSION
-    pack_path: str = ""
-    remediations: list[Remediation] = field(default_factory=list)
-    logs: list[str] = field(default_factory=list)  # engine Log calls and stdout after the port line
-
-    @property
-    def mandatory(self) -> list[Diagnostic]:
-        """The diagnostics that make `pulumi preview` fail."""
-        return [d for d in self.diagnostics if d.enforcement_level == "mandatory"]
-
-    @property
-    def advisory(self) -> list[Diagnostic]:
-        return [d for d in self.diagnostics if d.enforcement_level == "advisory"]
-
-
-@dataclass(frozen=True)
-class PolicyConfigEntry:
-    """One reconciled entry of the `Configure` request (`plugin.AnalyzerPolicyConfig`)."""
-
-    enforcement_level: str  # "" when nothing set one; the CLI's Configure rejects that
-    properties: Mapping[str, Any] | None = None
-
-
-def root_stack_urn(stack: str, project: str) -> str:
-    """The URN of the root `pulumi:pulumi:Stack` resource (`resource.DefaultRootStackURN`)."""
-    return f"urn:pulumi:{stack}::{project}::pulumi:pulumi:Stack::{project}-{stack}"
-
-
-# --------------------------------------------------------------------------------------------------
-# Policy config (`--policy-pack-config`) parsing and reconciliation, as pkg/resource/analyzer/config.go
-
-
-def _enforcement_level(value: Any, key: str) -> str:
-    # Accept pulumi_policy.EnforcementLevel members as well as their string values.
-    level = getattr(value, "value", value)
-    if not isinstance(level, str):
-        raise PolicyConfigError(f'parsing enforcement level for "{key}": {value!r} must be a string')
-    if level not in ENFORCEMENT_LEVELS:
-        raise PolicyConfigError(
-            f'parsing enforcement level for "{key}": "{level}" is not a valid enforcement level'
-        )
-    return level
-
-
-def _parse_policy_config(raw: Mapping[str, Any]) -> dict[str, PolicyConfigEntry]:
-    """`parsePolicyPackConfig`: a level string, or an object with an optional `enforcementLevel`."""
-    parsed: dict[str, PolicyConfigEntry] = {}
-    for key, value in raw.items():
-        if key == "environments":
-            # ESC environments need the Pulumi Cloud; the DIY backend rejects them too.
-            raise PolicyConfigError('"environments" (ESC) in the policy config is not supported offline')
-        level = ""
-        properties: dict[str, Any] | None = None
-        if isinstance(value, Mapping):
-            rest = dict(value)
-            if "enforcementLevel" in rest:
-                level = _enforcement_level(rest.pop("enforcementLevel"), key)
-            properties = rest or None
-        elif isinstance(value, str) or hasattr(value, "value"):
-            level = _enforcement_level(value, key)
-        else:
-            raise PolicyConfigError(
-                f'parsing "{key}": {value!r} is not a valid value; must be a string or object'
-            )
-        if level or properties:  # the CLI drops empty entries
-            parsed[key] = PolicyConfigEntry(level, properties)
-    return parsed
-
-
-def load_policy_config_file(path: Path) -> dict[str, Any]:
-    """Read and check a `--policy-pack-config` JSON file; the result can be passed as `policy_config`."""
-    text = Path(path).read_text(encoding="utf-8")
-    if not text.strip():  # the CLI accepts an empty file
-        return {}
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise PolicyConfigError(f"{path}: not valid JSON: {err}") from err
-    if not isinstance(document, dict):
-        raise PolicyConfigError(f"{path}: the policy config must be a JSON object")
-    try:
-        _parse_policy_config(document)
-    except PolicyConfigError as err:
-        raise PolicyConfigError(f"{path}: {err.message}") from err
-    return document
-
-
-def _schema_defaults(policy: PolicyInfo) -> dict[str, Any] | None:
-    properties = (policy.config_schema or {}).get("properties") or {}
-    defaults = {
-        name: spec["default"]
-        for name, spec in properties.items()
-        if isinstance(spec, dict) and "default" in spec
-    }
-    return defaults or None
-
-
-def _apply_config(
-    result: dict[str, PolicyConfigEntry], to_apply: Mapping[str, PolicyConfigEntry]
-) -> dict[str, PolicyConfigEntry]:
-    """`applyConfig`: the "all" level first, then each entry (unknown names are kept, as the CLI does)."""
-    result = dict(result)
-    everything = to_apply.get("all")
-    if everything is not None and everything.enforcement_level in ENFORCEMENT_LEVELS:
-        for name, entry in result.items():
-            result[name] = PolicyConfigEntry(everything.enforcement_level, entry.properties)
-    for name, given in to_apply.items():
-        current = result.get(name, PolicyConfigEntry(""))
-        level = (
-            given.enforcement_level
-            if given.enforcement_level in ENFORCEMENT_LEVELS
-            else current.enforcement_level
-        )
-        properties = dict(current.properties) if current.properties is not None else None
-        if given.properties:
-            properties = {**(properties or {}), **given.properties}
-        result[name] = PolicyConfigEntry(level, properties)
-    return result
-
-
-def _validate_policy_config(policy: PolicyInfo, properties: Mapping[str, Any]) -> list[str]:
-    """`validatePolicyConfig`: JSON Schema of an object with the policy's properties and required list."""
-    schema: dict[str, Any] = {"type": "object"}
-    if policy.config_schema and policy.config_schema.get("properties"):
-        schema["properties"] = policy.config_schema["properties"]
-    if policy.config_schema and policy.config_schema.get("required"):
-        schema["required"] = policy.config_schema["required"]
-    validator_class = jsonschema.Draft7Validator
-    try:
-        validator_class.check_schema(schema)
-    except jsonschema.SchemaError as err:
-        raise PolicyConfigError(
-            f'policy "{policy.name}" has an invalid config schema: {err.message}'
-        ) from err
-    errors = []
-    for error in validator_class(schema).iter_errors(dict(properties)):
-        path = ".".join(str(part) for part in error.absolute_path)
-        errors.append(
-            f"{policy.name}: {path}: {error.message}" if path else f"{policy.name}: {error.message}"
-        )
-    return errors
-
-
-def reconcile_policy_config(
-    policies: Sequence[PolicyInfo],
-    initial_config: Mapping[str, PolicyConfigEntry],
-    policy_config: Mapping[str, Any] | None,
-    *,
-    pack_label: str = "",
-) -> dict[str, PolicyConfigEntry]:
-    """`ReconcilePolicyPackConfig`: levels and schema defaults, then the pack's initialConfig, then
-    the user's config ("all" first, then each policy), validated against each policy's schema.
-
-    `policies` carry the levels the pack declares. Raises `PolicyConfigError` listing every
-    validation error, like the CLI's "validating policy config" failure.
-    """
-    result = {p.name: PolicyConfigEntry(p.enforcement_level, _schema_defaults(p)) for p in policies}
-    result = _apply_config(result, initial_config)
-    result = _apply_config(result, _parse_policy_config(policy_config or {}))
-    errors: list[str] = []
-    for policy in policies:
-        errors.extend(_validate_policy_config(policy, (result[policy.name].properties or {})))
-    if errors:
-        errors.sort()
-        prefix = f"validating policy config: {pack_label}  " if pack_label else "validating policy config: "
-        raise PolicyConfigError("\n".join(prefix + e for e in errors), errors=errors)
-    return result
-
-
-# --------------------------------------------------------------------------------------------------
-# The pack directory
-
-
-@dataclass(frozen=True)
-class _PackProject:
-    version: str
-    virtualenv: str | None
-
-
-def _load_pack_project(pack_dir: Path) -> _PackProject:
-    """Read PulumiPolicy.yaml as `workspace.LoadPolicyPack` does: a `runtime` is required."""
-    project_file = pack_dir / "PulumiPolicy.yaml"
-    try:
-        document = yaml.safe_load(project_file.read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError) as err:
-        raise PolicyPackStartError(
-            f"failed to load Pulumi policy project located at {str(pack_dir)!r}: {err}"
-        ) from err
-    runtime = document.get("runtime") if isinstance(document, dict) else None
-    runtime_name = runtime.get("name") if isinstance(runtime, dict) else runtime
-    if not runtime_name:
-        raise PolicyPackStartError(f"{project_file}: a `runtime` is required")
-    if runtime_name != "python":
-        raise PolicyPackStartError(f"{project_file}: runtime {runtime_name!r} is not supported; only python")
-    options = (runtime.get("options") or {}) if isinstance(runtime, dict) else {}
-    return _PackProject(
-        version=str(document.get("version") or ""),
-        virtualenv=str(options["virtualenv"]) if options.get("virtualenv") else None,
-    )
-
-
-def pack_python(pack_dir: Path, default: str = sys.executable) -> str:
-    """The interpreter the CLI would use: `runtime.options.virtualenv` in PulumiPolicy.yaml, else `default`.
-
-    The CLI does not default `virtualenv` for policy packs; without one it runs `python3` from PATH.
-    """
-    virtualenv = _load_pack_project(Path(pack_dir)).virtualenv
-    if virtualenv is None:
-        return default
-    venv = Path(pack_dir) / virtualenv
-    candidate = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
-    if not candidate.exists():
-        raise PolicyPackStartError(
-            f"the pack's virtualenv {venv} has no interpreter; run `pulumi install` in it"
-        )
-    return str(candidate)
-
-
-# --------------------------------------------------------------------------------------------------
-# The fake engine the pack is given the address of
-
-
-class _FakeEngine(engine_pb2_grpc.EngineServicer):
-    """Just enough of `pulumirpc.Engine` for a policy pack; pulumi.policy does not dial it today."""
-
-    def __init__(self) -> None:
-        self.logs: list[str] = []
-        self._root_urn = ""
-        self._lock = threading.Lock()
-
-    def Log(self, request: Any, context: Any) -> Any:
-        severity = engine_pb2.LogSeverity.Name(request.severity).lower()
-        suffix = f" ({request.urn})" if request.urn else ""
-        with self._lock:
-            self.logs.append(f"{severity}: {request.message}{suffix}")
-        return empty_pb2.Empty()
-
-    def GetRootResource(self, request: Any, context: Any) -> Any:
-        return engine_pb2.GetRootResourceResponse(urn=self._root_urn)
-
-    def SetRootResource(self, request: Any, context: Any) -> Any:
-        self._root_urn = request.urn
-        return engine_pb2.SetRootResourceResponse()
-
-    def StartDebugging(self, request: Any, context: Any) -> Any:
-        return empty_pb2.Empty()
-
-    def RequirePulumiVersion(self, request: Any, context: Any) -> Any:
-        return engine_pb2.RequirePulumiVersionResponse()  # no CLI here, so any range is satisfied
-
-
-@contextlib.contextmanager
-def _serve_engine() -> Iterator[tuple[str, _FakeEngine]]:
-    engine = _FakeEngine()
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2), options=_GRPC_OPTIONS)
-    engine_pb2_grpc.add_EngineServicer_to_server(engine, server)
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
-    try:
-        yield f"127.0.0.1:{port}", engine
-    finally:
-        server.stop(grace=None)
-
-
-# --------------------------------------------------------------------------------------------------
-# The pack process
-
-
-def _sigint_ignored() -> bool:
-    return os.name != "nt" and signal.getsignal(signal.SIGINT) == signal.SIG_IGN
-
-
-def _interruptible() -> None:
-    """In the child before exec: SIGINT back to its default. A parent started in the background by a
-    non-interactive shell ignores SIGINT and children inherit that, so the pack would never see the
-    interrupt the CLI stops it with and every run would wait out the 5 s grace before the kill."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
-class _PackProcess:
-    """The pack subprocess: its port line, its drained stdout/stderr, and a CLI-like shutdown."""
-
-    def __init__(self, argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> None:
-        self.argv = list(argv)
-        try:
-            self._proc = subprocess.Popen(
-                self.argv,
-                cwd=cwd,
-                env=dict(env),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                # Only when needed: a pre-exec hook forces a plain fork, which gRPC complains about.
-                preexec_fn=_interruptible if _sigint_ignored() else None,
-            )
-        except OSError as err:
-            raise PolicyPackStartError(f"could not start {self.argv[0]!r}: {err}") from err
-        self.stdout_lines: list[str] = []
-        self._stderr_chunks: list[bytes] = []
-        self._first_line: queue.Queue[bytes | None] = queue.Queue(maxsize=1)
-        # Drain both pipes on threads so a chatty pack can never block on a full pipe.
-        self._readers = [
-            threading.Thread(target=self._read_stdout, args=(self._proc.stdout,), daemon=True),
-            threading.Thread(target=self._read_stderr, args=(self._proc.stderr,), daemon=True),
-        ]
-        for reader in self._readers:
-            reader.start()
-
-    def _read_stdout(self, stream: IO[bytes]) -> None:
-        first = stream.readline()  # the CLI reads exactly the first line; later lines are logs
-        self._first_line.put(first if first.endswith(b"\n") else None)
-        if not first.endswith(b"\n"):
-            if first:
-                self.stdout_lines.append(first.decode("utf-8", "replace"))
-            return
-        for line in stream:
-            self.stdout_lines.append(line.decode("utf-8", "replace").rstrip("\n"))
-
-    def _read_stderr(self, stream: IO[bytes]) -> None:
-        for line in stream:
-            self._stderr_chunks.append(line)
-
-    @property
-    def stderr(self) -> str:
-        return b"".join(self._stderr_chunks).decode("utf-8", "replace")
-
-    def read_port(self, timeout: float) -> int:
-        try:
-            line = self._first_line.get(timeout=max(timeout, 0.0))
-        except queue.Empty:
-            self.stop()
-            raise PolicyPackStartError(
-                f"policy pack [{' '.join(self.argv)}] printed no port within {timeout:.0f} s",
-                stderr=self.stderr,
-            ) from None
-        if line is None:
-            # EOF before a port: let the pack finish dying on its own (as the CLI waits), so that
-            # its stderr is complete and no SIGINT lands in the middle of its traceback.
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self._proc.wait(timeout=SHUTDOWN_GRACE_SECONDS)
-            self.stop()
-            raise PolicyPackStartError(
-                f"could not read plugin [{' '.join(self.argv)}]: exit status {self._proc.returncode}",
-                stderr=self.stderr,
-            )
-        text = line.decode("utf-8", "replace")
-        for escape in ("\x1b]9;4;3;\x1b\\", "\x1b]9;4;0;\x1b\\"):  # parsePort strips .NET progress escapes
-            text = text.replace(escape, "")
-        text = text.strip()
-        port = int(text) if text.isdigit() else 0
-        if not 1 <= port <= 65535:
-            self.stop()
-            raise PolicyPackStartError(
-                f"policy pack [{' '.join(self.argv)}] wrote an invalid port to stdout: {text!r}",
-                stderr=self.stderr,
-            )
-        return port
-
-    def stop(self) -> None:
-        """Interrupt, wait up to 5 s, then kill; idempotent. Collects the rest of both pipes."""
-        if self._proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                if os.name == "nt":
-                    self._proc.terminate()
-                else:  # pulumi_policy stops its server on KeyboardInterrupt and exits 0
-                    self._proc.send_signal(signal.SIGINT)
-            try:
-                self._proc.wait(timeout=SHUTDOWN_GRACE_SECONDS)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
-        for reader in self._readers:
-            reader.join(timeout=SHUTDOWN_GRACE_SECONDS)
-        for stream in (self._proc.stdout, self._proc.stderr):
-            if stream is not None:
-                stream.close()
-
 
 # --------------------------------------------------------------------------------------------------
 # Wire encoding
@@ -727,7 +208,7 @@ class _Deadline:
 class _AnalyzerClient:
     """Calls the pack's Analyzer RPCs; a failed RPC stops the pack and raises with its stderr."""
 
-    def __init__(self, channel: Any, process: _PackProcess, deadline: _Deadline) -> None:
+    def __init__(self, channel: Any, process: PackProcess, deadline: _Deadline) -> None:
         self._stub = analyzer_pb2_grpc.AnalyzerStub(channel)
         self._process = process
         self._deadline = deadline
@@ -755,7 +236,7 @@ class _Session:
         self._shown_path = shown_path
         self._stack_urn = stack_urn
         self.pack_name = ""
-        self.version = _SDK_PACK_VERSION
+        self.version = SDK_PACK_VERSION
         self.policies: list[PolicyInfo] = []
         self.diagnostics: list[Diagnostic] = []
         self.not_applicable: list[NotApplicable] = []
@@ -773,7 +254,7 @@ class _Session:
         self._client.call("GetPluginInfo", empty_pb2.Empty())
         self._info = self._client.call("GetAnalyzerInfo", empty_pb2.Empty())
         self.pack_name = self._info.name
-        self.version = self._info.version or _SDK_PACK_VERSION
+        self.version = self._info.version or SDK_PACK_VERSION
         # The CLI sorts the policies by name.
         self.policies = sorted((_policy_info(p) for p in self._info.policies), key=lambda p: p.name)
 
@@ -937,21 +418,21 @@ def run_policy_pack(
     """
     shown_path = str(pack_dir)  # the CLI shows the path as given: "(local: policies)"
     pack_dir = Path(pack_dir).resolve()
-    project_file = _load_pack_project(pack_dir)
+    project_file = load_pack_project(pack_dir)
     user_config = dict(policy_config or {})
-    _parse_policy_config(user_config)  # a malformed config fails before the pack starts, as in the CLI
+    parse_policy_config(user_config)  # a malformed config fails before the pack starts, as in the CLI
     config = dict(config or {})
     env = _pack_env(stack=stack, project=project, organization=organization, dry_run=dry_run, config=config)
     deadline = _Deadline(timeout)
 
     with contextlib.ExitStack() as cleanup:
         engine_address, engine = cleanup.enter_context(_serve_engine())
-        process = _PackProcess(
+        process = PackProcess(
             [python, "-u", "-m", "pulumi.policy", engine_address, str(pack_dir)], pack_dir, env
         )
         cleanup.callback(process.stop)
         port = process.read_port(deadline.remaining())
-        channel = cleanup.enter_context(grpc.insecure_channel(f"127.0.0.1:{port}", options=_GRPC_OPTIONS))
+        channel = cleanup.enter_context(grpc.insecure_channel(f"127.0.0.1:{port}", options=GRPC_OPTIONS))
         try:
             grpc.channel_ready_future(channel).result(
                 timeout=min(_DIAL_TIMEOUT_SECONDS, deadline.remaining())
@@ -986,66 +467,3 @@ def run_policy_pack(
         process.stop()  # before reading stderr, so it is complete
         report = session.report(stderr=process.stderr, logs=[*engine.logs, *process.stdout_lines])
     return report
-
-
-# --------------------------------------------------------------------------------------------------
-# Display, after pkg/backend/display (progress.go printPolicies, diff.go renderDiffPolicyViolationEvent)
-
-_LEVEL_RANK: Final = {"remediate": 0, "mandatory": 1, "advisory": 2, "disabled": 3}
-_SEVERITY_RANK: Final = {"critical": 0, "high": 1, "medium": 2, "low": 3, "": 4}
-
-
-def _split_urn(urn: str) -> tuple[str, str]:
-    """(type, name) of a URN `urn:pulumi:stack::project::parent$type::name`, or ("", "")."""
-    parts = urn.split("::")
-    if not urn.startswith("urn:pulumi:") or len(parts) < 4:
-        return "", ""
-    return parts[2].split("$")[-1], "::".join(parts[3:])
-
-
-def _type_display_name(type_token: str) -> str:
-    """`tokens.Type.DisplayName`: `aws:s3/bucket:Bucket` reads `aws:s3:Bucket`."""
-    parts = type_token.split(":")
-    if len(parts) != 3 or not parts[2] or "/" not in parts[1]:
-        return type_token
-    package, module, name = parts
-    head, _, tail = module.rpartition("/")
-    return f"{package}:{head}:{name}" if tail == name[:1].lower() + name[1:] else type_token
-
-
-def _violation_lines(diagnostic: Diagnostic) -> list[str]:
-    severity = f" [severity: {diagnostic.severity}]" if diagnostic.severity else ""
-    line = f"        - [{diagnostic.enforcement_level}]{severity}  {diagnostic.policy_name}"
-    resource_type, resource_name = _split_urn(diagnostic.urn)
-    if resource_type:
-        line += f"  ({_type_display_name(resource_type)}: {resource_name})"
-    message = diagnostic.message.rstrip("\n").split("\n")
-    return [line, *(f"          {text}" for text in message)]
-
-
-def format_report(*reports: PackReport) -> str:
-    """The "Policies:" block `pulumi preview` prints for these packs (no colors)."""
-    lines = ["Policies:"]
-    for report in sorted(reports, key=lambda r: f"{r.pack_name}@v{r.pack_version}"):
-        levels = {d.enforcement_level for d in report.diagnostics}
-        mark = "❌" if "mandatory" in levels else "⚠️" if report.diagnostics else "✅"
-        local = f" (local: {report.pack_path})" if report.pack_path else ""
-        lines.append(f"    {mark} {report.pack_name}@v{report.pack_version}{local}")
-        counts: dict[str, int] = {}
-        for remediation in report.remediations:
-            counts[remediation.policy_name] = counts.get(remediation.policy_name, 0) + 1
-        for name in sorted(counts):
-            noun = "resource" if counts[name] == 1 else "resources"
-            lines.append(f"        - [remediate]  {name}  ({counts[name]} {noun})")
-        ordered = sorted(
-            report.diagnostics,
-            key=lambda d: (
-                _LEVEL_RANK.get(d.enforcement_level, 99),
-                _SEVERITY_RANK.get(d.severity, 99),
-                d.policy_name,
-                d.urn,
-            ),
-        )
-        for diagnostic in ordered:
-            lines.extend(_violation_lines(diagnostic))
-    return "\n".join(lines) + "\n"

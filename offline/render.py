@@ -59,14 +59,10 @@ from offline.manifests import (
     to_plain,
     validate_manifests,
 )
-from offline.mock_run import (
-    SECRET_PLACEHOLDER,
-    ProgramRun,
-    RecordedResource,
-    load_stack_config,
-    run_program,
-)
+from offline.mock_run import run_program
 from offline.program_mocks import program_mocks
+from offline.recorded import ProgramRun, RecordedResource
+from offline.stack_files import SECRET_PLACEHOLDER, load_stack_config
 
 __all__ = [
     "NODE_POOL_TYPE",
@@ -186,7 +182,7 @@ _PATH_PART: Final = re.compile(
 
 
 def _parse_property_path(path: str) -> list[str | int]:
-    """Engine property paths as mock_run records them: `a.b`, `data["x.y"]`, `items[0]`."""
+    """Engine property paths as offline.wire_codec records them: `a.b`, `data["x.y"]`, `items[0]`."""
     parts: list[str | int] = []
     position = 0
     while position < len(path):

@@ -3,7 +3,7 @@
 - `ConfigSource`: the config files one resource holds: any ConfigMap whose data values are plugin configs
   (a YAML mapping with `sharing` or `flags`), or the `values.config.map` of NVIDIA's Helm chart; with the
   `gpushare.io/tuning-<key>` provenance annotations that travel with them.
-- `PluginConfigView`: one file as the plugin reads it (`gpushare.device_plugin_config`), plus a lenient
+- `PluginConfigView`: one file as the plugin reads it (`gpushare.device_plugin`), plus a lenient
   reading of its time-slicing entries, so that the rules can still name the entries of a refused file.
 """
 
@@ -18,15 +18,15 @@ from typing import Any, Final, Literal
 
 import yaml
 
-from gpushare import device_plugin_config, kube_names
-from gpushare.device_plugin_config import DevicePluginConfig, DevicePluginConfigError, EffectiveFlags
+from gpushare import device_plugin, kube_names
+from gpushare.device_plugin import DevicePluginConfig, DevicePluginConfigError, EffectiveFlags
 from gpushare.errors import GpushareError
 from gpushare.resource_types import CONFIG_MAP, is_chart_rendered
 from gpushare.yaml_bounds import YamlBoundError, YamlTooDeepError, safe_load_bounded
 from policies.props import UNKNOWN, Resource, dig, integer, mapping, string_map, text
 
 DEFAULT_PLUGIN_VERSION: Final = "0.14.5"
-NEWEST_PLUGIN_VERSION: Final = device_plugin_config.PLUGIN_VERSIONS[-1]
+NEWEST_PLUGIN_VERSION: Final = device_plugin.PLUGIN_VERSIONS[-1]
 # 0.15.0 restructured the plugin (GFD and MPS moved in, the chart got its default node affinity): versions
 # other than the two modelled are checked with the rules of the one on their side of it.
 RESTRUCTURED_IN: Final = (0, 15, 0)
@@ -54,7 +54,7 @@ def parse_version(value: str | None) -> tuple[int, int, int] | None:
 
 
 def modelled_plugin_version(version: tuple[int, int, int] | None, default: str) -> str:
-    """The plugin version whose rules `device_plugin_config` applies: the exact tag when it is modelled, else
+    """The plugin version whose rules `device_plugin` applies: the exact tag when it is modelled, else
     the newest modelled one before it on the same side of 0.15 (the config API changed shape there), else the
     oldest modelled one after 0.15."""
     if version is None:
@@ -62,7 +62,7 @@ def modelled_plugin_version(version: tuple[int, int, int] | None, default: str) 
     if version < RESTRUCTURED_IN:
         return DEFAULT_PLUGIN_VERSION
     restructured = [
-        v for v in device_plugin_config.PLUGIN_VERSIONS if (parse_version(v) or (0, 0, 0)) >= RESTRUCTURED_IN
+        v for v in device_plugin.PLUGIN_VERSIONS if (parse_version(v) or (0, 0, 0)) >= RESTRUCTURED_IN
     ]
     earlier = [v for v in restructured if (parse_version(v) or (0, 0, 0)) <= version]
     return earlier[-1] if earlier else restructured[0]
@@ -113,7 +113,7 @@ class PluginConfigView:
         if self.config is None:
             return None
         try:
-            return device_plugin_config.effective_flags(self.config, overrides, plugin_version=plugin_version)
+            return device_plugin.effective_flags(self.config, overrides, plugin_version=plugin_version)
         except GpushareError:
             return None
 
@@ -125,7 +125,7 @@ class PluginConfigView:
 @functools.lru_cache(maxsize=256)
 def read_plugin_config(content: str, plugin_version: str = DEFAULT_PLUGIN_VERSION) -> PluginConfigView:
     try:
-        parsed = device_plugin_config.parse(content, plugin_version)
+        parsed = device_plugin.parse(content, plugin_version)
     except DevicePluginConfigError as err:
         return _raw_view(content, err)
     except GpushareError as err:
@@ -164,7 +164,7 @@ def _raw_view(content: str, error: DevicePluginConfigError) -> PluginConfigView:
         if not isinstance(item, dict) or not isinstance(item.get("name"), str):
             continue
         try:
-            name = device_plugin_config.qualify_resource_name(item["name"])
+            name = device_plugin.qualify_resource_name(item["name"])
         except DevicePluginConfigError:
             name = item["name"]
         entries.append(SharedEntry(name, integer(item.get("replicas"))))

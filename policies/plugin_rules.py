@@ -22,8 +22,8 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from gpushare import device_plugin_config, kube_names, plugin_pod
-from gpushare.device_plugin_config import DevicePluginConfigError, FlagOverride
+from gpushare import device_plugin, kube_names, plugin_pod
+from gpushare.device_plugin import DevicePluginConfigError, FlagOverride
 from gpushare.errors import GpushareError
 from gpushare.plan import FALLBACK_KEY
 from gpushare.plugin_configs import config_checksum
@@ -56,7 +56,7 @@ def _refusal(
     reader: str | None,
 ) -> str | None:
     try:
-        device_plugin_config.parse(
+        device_plugin.parse(
             source.data[key],
             version,
             overrides=overrides,

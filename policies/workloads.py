@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from gpushare import catalog, device_plugin_config, kube_names, plugin_pod
+from gpushare import catalog, device_plugin, kube_names, plugin_pod
 from gpushare.catalog import GpuModel
 from gpushare.resource_types import CONFIG_MAP, DAEMON_SET, DAEMON_SET_PATCH, HELM_RELEASE, NODE_POOL
 from gpushare.stack_config import OPERATOR_CHART_PLUGIN_VERSIONS, TKE_PLUGIN_IMAGE, Pool
@@ -311,7 +311,7 @@ class DaemonSetPlugin:
     def flag_overrides(self) -> dict[str, object]:
         """The config-file flags its command line and environment set; raises GpushareError where the
         plugin itself would refuse the command line."""
-        return device_plugin_config.flag_overrides(self.argv or (), self.env, self.plugin_version)
+        return device_plugin.flag_overrides(self.argv or (), self.env, self.plugin_version)
 
 
 def _normalise(path: str | None) -> str | None:
@@ -595,9 +595,7 @@ class HelmPlugin:
         for name, kind in _HELM_FLAG_VALUES.items():
             value = self.values.get(name)
             since = _HELM_FLAG_SINCE.get(name)
-            if value is None or (
-                since and not device_plugin_config.version_at_least(self.plugin_version, since)
-            ):
+            if value is None or (since and not device_plugin.version_at_least(self.plugin_version, since)):
                 continue
             if kind == "bool":
                 flag = boolean(value)
@@ -611,7 +609,7 @@ class HelmPlugin:
             overrides["passDeviceSpecs"] = True
         if self.has_default_affinity:  # the restructured chart (0.15+) always sets MPS_ROOT from `mps.root`
             root = dig(self.values, "mps", "root")
-            overrides["mpsRoot"] = root if isinstance(root, str) else device_plugin_config.CHART_MPS_ROOT
+            overrides["mpsRoot"] = root if isinstance(root, str) else device_plugin.CHART_MPS_ROOT
         return overrides
 
     def config_map_name(self) -> str | None:

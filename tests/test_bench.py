@@ -17,9 +17,12 @@ from bench.measure import Job, Series, alternating, run_job
 from bench.worker import PHASE_PACK, Sample
 from gpushare import catalog
 from gpushare.stack_config import Mig, load_stack_file
-from offline.mock_run import RecordedResource, load_stack_config
-from offline.policy_driver import AnalyzedResource, pack_python, run_policy_pack
+from offline.pack_process import pack_python
+from offline.policy_driver import run_policy_pack
+from offline.policy_model import AnalyzedResource
+from offline.recorded import RecordedResource
 from offline.render import RESOURCES_FILE, redacted_inputs, render_stack
+from offline.stack_files import load_stack_config
 
 RFC1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 

@@ -32,7 +32,7 @@ from offline.chart_render import (
 from offline.chart_sources import ChartRequest, ChartSourceError, ChartSources, FoundChart
 from offline.crd_schemas import CrdIndex, pruned_nulls, strict_crd_schema
 from offline.manifests import to_plain, validate_manifest
-from offline.mock_run import RecordedResource
+from offline.recorded import RecordedResource
 from offline.render import RenderResult, release_summary
 from policies.props import Resource
 from policies.workloads import daemon_set_plugin, helm_plugin

@@ -19,8 +19,8 @@ from offline import policy_driver
 from offline.chart_render import RenderedRelease, render_releases
 from offline.chart_sources import ChartSources
 from offline.check import analyzed_resources, check_stack
-from offline.mock_run import load_stack_config
 from offline.render import StackRun, redacted_resources, run_stack
+from offline.stack_files import load_stack_config
 
 
 def test_resources_reach_the_pack_as_the_engine_sends_them() -> None:

@@ -20,7 +20,8 @@ from components.time_slicing_config import TimeSlicingConfig, TimeSlicingConfigA
 from gpushare.plan import build_plan
 from gpushare.plugin_configs import PluginConfigEntry, plugin_config_entries
 from gpushare.stack_config import ManagedPlugin, StackConfig, load_stack_file
-from offline.mock_run import ProgramRun, RecordedResource, run_function
+from offline.mock_run import run_function
+from offline.recorded import ProgramRun, RecordedResource
 
 
 def stack(name: str) -> StackConfig:

@@ -1,4 +1,4 @@
-"""gpushare.device_plugin_config against the upstream rules (reference section A.3) and recorded upstream runs."""
+"""gpushare.device_plugin against the upstream rules (reference section A.3) and recorded upstream runs."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from gpushare import device_plugin_config as dpc
-from gpushare.device_plugin_config import (
+from gpushare import device_plugin as dpc
+from gpushare.device_plugin import (
     PLUGIN_VERSIONS,
     AdvertisedResource,
     DevicePluginConfigError,
@@ -21,10 +21,10 @@ from gpushare.device_plugin_config import (
     flag_overrides,
     parse,
     render,
-    run_validate_cli,
     time_slicing_config,
 )
 from gpushare.errors import GpushareError
+from gpushare.validate_cli import run_validate_cli
 
 FIXTURES = Path(__file__).parent / "fixtures" / "device_plugin"
 OLD, NEW, LATEST = PLUGIN_VERSIONS

@@ -26,20 +26,11 @@ from pulumi.runtime import settings as pulumi_settings
 from pulumi.runtime.mocks import MockResourceArgs
 
 from gpushare.resource_types import HELM_RELEASE
-from offline.mock_run import (
-    SECRET_PLACEHOLDER,
-    UNKNOWN,
-    UNKNOWN_WIRE,
-    Mocks,
-    ProgramRun,
-    ResourceRef,
-    decode_struct,
-    encode_struct,
-    engine_urn,
-    is_unknown,
-    load_stack_config,
-    run_program,
-)
+from offline.echo_mocks import Mocks
+from offline.mock_run import run_program
+from offline.recorded import UNKNOWN, ProgramRun, ResourceRef, engine_urn, is_unknown
+from offline.stack_files import SECRET_PLACEHOLDER, load_stack_config
+from offline.wire_codec import UNKNOWN_WIRE, decode_struct, encode_struct
 
 PROGRAM = FIXTURES / "sample_program"
 TOKEN = "tok-3f9a"

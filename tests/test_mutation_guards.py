@@ -37,7 +37,7 @@ from gpushare.errors import ConfigError
 from gpushare.plan import build_plan
 from gpushare.stack_config import DevicePlugin, load_stack_file
 from gpushare.tuning import tune
-from offline.mock_run import RecordedResource
+from offline.recorded import RecordedResource
 from offline.render import RenderError, StackRun, render_files, run_stack
 
 GUARDS_STACK = FIXTURES / "stacks" / "Pulumi.guards.yaml"

@@ -51,8 +51,11 @@ from gpushare.resource_types import (
     TENCENTCLOUD_PROVIDER,
 )
 from gpushare.stack_config import StackConfig, load_stack_file
-from offline.mock_run import Mocks, is_unknown, load_stack_config, run_program
+from offline.echo_mocks import Mocks
+from offline.mock_run import run_program
+from offline.recorded import is_unknown
 from offline.render import run_stack
+from offline.stack_files import load_stack_config
 from policies import rules
 from policies.config_files import modelled_plugin_version
 from policies.props import SECRET_SIGNATURE, SECRET_SIGNATURE_KEY, Resource

@@ -21,8 +21,10 @@ from google.protobuf import empty_pb2  # type: ignore[import-untyped]
 from pulumi.runtime.proto import engine_pb2, engine_pb2_grpc
 
 from gpushare.resource_types import CONFIG_MAP
-from offline.policy_driver import (
-    UNKNOWN,
+from offline.pack_process import _interruptible, _serve_engine, pack_python
+from offline.policy_config import load_policy_config_file, reconcile_policy_config
+from offline.policy_driver import run_policy_pack
+from offline.policy_model import (
     AnalyzedResource,
     Diagnostic,
     PackReport,
@@ -32,16 +34,10 @@ from offline.policy_driver import (
     PolicyPackRpcError,
     PolicyPackStartError,
     Remediation,
-    _interruptible,
-    _serve_engine,
-    format_report,
-    load_policy_config_file,
-    pack_python,
-    reconcile_policy_config,
     root_stack_urn,
-    run_policy_pack,
-    secret,
 )
+from offline.policy_report import format_report
+from offline.wire import UNKNOWN, secret
 
 PACK = FIXTURES / "sample_pack"
 STACK = "dev"

@@ -22,8 +22,10 @@ from gpushare.resource_types import (
     KUBERNETES_PROVIDER,
     NODE_POOL,
 )
-from offline.mock_run import ProgramRun, RecordedResource, load_stack_config, run_program
+from offline.mock_run import run_program
 from offline.program_mocks import program_mocks
+from offline.recorded import ProgramRun, RecordedResource
+from offline.stack_files import load_stack_config
 
 # The seed's ConfigMap (shared/seed, "配置参考"), parsed.
 SEED_CONFIG_MAP = {

@@ -27,9 +27,9 @@ from offline.manifests import (
     validate_manifest,
     without_required,
 )
-from offline.mock_run import SECRET_PLACEHOLDER
 from offline.program_mocks import GET_CLUSTERS
 from offline.render import REDACTED, RenderError, RenderResult, render_stack, run_stack
+from offline.stack_files import SECRET_PLACEHOLDER
 
 SCHEMA = "1.30.0"
 CONFIG_MAP = "manifests/configmap_kube-system_time-slicing-config.yaml"
