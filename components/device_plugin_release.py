@@ -44,6 +44,16 @@ def release_values(args: DevicePluginReleaseArgs) -> dict[str, Any]:
     # stack says so (the stack model checks it agrees with every pool).
     if plugin.mig_strategy is not None:
         values["migStrategy"] = plugin.mig_strategy
+    # With `config.map` the chart cannot see the strategies and adds CAP_SYS_ADMIN to the plugin (MIG needs
+    # it, and Kubernetes refuses it beside allowPrivilegeEscalation: false). When every config, and the
+    # chart value, says `none`, give the plugin what the chart itself gives it then: no escalation, no
+    # capability.
+    strategies = {e.provenance.get("migStrategy") for e in args.entries} | {plugin.mig_strategy or "none"}
+    if strategies == {"none"}:
+        values["securityContext"] = {
+            "allowPrivilegeEscalation": plugin_pod.ALLOW_PRIVILEGE_ESCALATION,
+            "capabilities": {"drop": list(plugin_pod.DROPPED_CAPABILITIES)},
+        }
     if plugin.image:
         repository, _, tag = plugin.image.rpartition(":")
         values["image"] = {"repository": repository, "tag": tag}

@@ -162,6 +162,12 @@ def test_the_helm_stack_writes_the_charts_daemon_set_with_its_config_manager(
     ]
     assert pod["containers"][1]["image"] == "nvcr.io/nvidia/k8s-device-plugin:v0.17.1"
     assert pod["priorityClassName"] == "system-node-critical"
+    # No MIG anywhere in the stack: the plugin runs without escalation or capabilities (the chart's default
+    # for a config.map would be CAP_SYS_ADMIN, which only MIG needs).
+    assert pod["containers"][1]["securityContext"] == {
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+    }
 
 
 def test_render_says_per_release_which_chart_from_where_and_how_many_objects(

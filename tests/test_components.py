@@ -193,6 +193,19 @@ def test_device_plugin_release_pins_the_chart_and_carries_every_config() -> None
     assert values["config"]["map"] == {key: e.text for key, e in found.items()}
     assert values["gfd"] == {"enabled": False}
     assert values["priorityClassName"] == "system-node-critical"
+    # The H20 pool is MIG (mixed): the plugin needs CAP_SYS_ADMIN, so the chart's own securityContext stays.
+    assert "securityContext" not in values
+
+
+def test_device_plugin_release_without_mig_drops_privilege_escalation() -> None:
+    dev = stack("dev")
+    args = DevicePluginReleaseArgs(dev.plugin, list(entries("dev").values()))
+    result = run(lambda: DevicePluginRelease("nvdp", args))
+    _, [release] = children(result, "gpushare:helm:DevicePluginRelease")
+    assert release.inputs["values"]["securityContext"] == {
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+    }
 
 
 def test_mig_partition_registers_the_mig_parted_config() -> None:
