@@ -24,8 +24,6 @@ HELM_RELEASE = "nvidia-device-plugin"
 HELM_CONFIG_MAP = f"{HELM_RELEASE}-configs"
 # The chart hashes its embedded ConfigMap template into this pod-template annotation (`_helpers.tpl`).
 HELM_CHECKSUM_ANNOTATION = "checksum/config"
-# Set by the MIG manager (GPU Operator / mig-parted) on a node: pending -> (rebooting) -> success | failed.
-LABEL_MIG_CONFIG_STATE = "nvidia.com/mig.config.state"
 MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
 
 # How a plugin pod proves it runs the current config:
@@ -257,7 +255,6 @@ __all__ = [
     "FALLBACK_KEY",
     "HELM_CHECKSUM_ANNOTATION",
     "HELM_CONFIG_MAP",
-    "LABEL_MIG_CONFIG_STATE",
     "MIG_RESOURCE_PREFIX",
     "ClusterExpectation",
     "ManagedPluginExpectation",

@@ -39,7 +39,8 @@ from gpushare.stack_config import MIG_CONFIG_ALL_DISABLED, GpuOperator, Mig, poo
 CHART: Final = "gpu-operator"
 RELEASE_NAME: Final = "gpu-operator"
 # The device-plugin DaemonSet the operator creates in its namespace (its `state-device-plugin` assets);
-# its pods mount the ConfigMap `devicePlugin.config.name` names.
+# its pods mount the ConfigMap `devicePlugin.config.name` names. The same name as TKE's DaemonSet
+# (`kube_names.MANAGED_PLUGIN_NAME`, in kube-system): both follow NVIDIA's static manifest.
 PLUGIN_DAEMONSET: Final = "nvidia-device-plugin-daemonset"
 DEVICE_PLUGIN_CONFIG_PREFIX: Final = "gpushare-device-plugin-config"
 MIG_PARTED_CONFIG_PREFIX: Final = kube_names.MIG_PARTED_CONFIG_MAP_NAME

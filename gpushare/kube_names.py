@@ -14,6 +14,10 @@ LABEL_POOL = "gpushare.io/pool"
 LABEL_GPU_PRESENT = "nvidia.com/gpu.present"
 # mig-parted / GPU Operator MIG manager: the desired MIG config of a node.
 LABEL_MIG_CONFIG = "nvidia.com/mig.config"
+# Set by the MIG manager (GPU Operator / mig-parted) on a node: pending -> (rebooting) -> success | failed.
+LABEL_MIG_CONFIG_STATE = "nvidia.com/mig.config.state"
+# Per-node opt-outs the GPU Operator honours: `nvidia.com/gpu.deploy.<operand>=false`.
+LABEL_OPERATOR_DEPLOY_PREFIX = "nvidia.com/gpu.deploy."
 LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
 
 ANNOTATION_CONFIG_SHA256 = "gpushare.io/config-sha256"

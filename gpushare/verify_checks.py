@@ -15,7 +15,6 @@ from gpushare import kube_names, plugin_pod
 from gpushare.cluster_expectations import (
     FALLBACK_KEY,
     HELM_CHECKSUM_ANNOTATION,
-    LABEL_MIG_CONFIG_STATE,
     MIG_RESOURCE_PREFIX,
     ClusterExpectation,
     ObjectRef,
@@ -266,13 +265,13 @@ def _label_findings(pool: PoolExpectation, node: K8sObject) -> Iterator[Finding]
 def _mig_findings(pool: PoolExpectation, node: K8sObject) -> Iterator[Finding]:
     if pool.mig is None:
         return
-    state = _labels(node).get(LABEL_MIG_CONFIG_STATE)
+    state = _labels(node).get(kube_names.LABEL_MIG_CONFIG_STATE)
     if state is not None and state != "success":
         yield Finding(
             MIG_CONFIG_STATE,
             "error",
             f"node/{_name(node)}",
-            f"pool {pool.name}: {LABEL_MIG_CONFIG_STATE}={state} for {kube_names.LABEL_MIG_CONFIG}="
+            f"pool {pool.name}: {kube_names.LABEL_MIG_CONFIG_STATE}={state} for {kube_names.LABEL_MIG_CONFIG}="
             f"{pool.mig.config_name}; the GPUs are not partitioned as planned (the MIG manager's or the "
             "pre-start script's log on the node says why)",
         )

@@ -29,7 +29,7 @@ from policies.config_files import ConfigSource
 from policies.props import UNKNOWN, boolean, dig, mapping, string_map, text
 from policies.reporting import report_once
 from policies.stack_view import StackView, view_of
-from policies.workloads import OPERATOR_DEPLOY_LABEL_PREFIX, HelmPlugin, NodePoolView
+from policies.workloads import HelmPlugin, NodePoolView
 
 GENERATED_CONFIG_PREFIX: Final = "all-"
 
@@ -187,7 +187,7 @@ def _check_driver_consistent(args: StackValidationArgs, report_violation: Report
                 f"{_tke_driver(pool)}: two installers compete for one node's NVIDIA kernel module (the "
                 "operator's driver container against the host's driver), and every operand waits on it. "
                 "Set driver.enabled false (gpuOperator.driverEnabled) or label the pool "
-                f"{OPERATOR_DEPLOY_LABEL_PREFIX}driver=false.",
+                f"{kube_names.LABEL_OPERATOR_DEPLOY_PREFIX}driver=false.",
                 pool.resource.urn,
             )
 

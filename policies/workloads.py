@@ -52,8 +52,6 @@ from policies.settings import StackFacts
 _DEVICE_PLUGIN_CHART = re.compile(r"(^|/)nvidia-device-plugin(-v?\d[\w.+-]*\.tgz)?$")
 # NVIDIA's GPU Operator chart (components/gpu_operator_release.py), by name or tarball URL.
 _OPERATOR_CHART = re.compile(r"(^|/)gpu-operator(-v?\d[\w.+-]*\.tgz)?$")
-# Per-node opt-outs the GPU Operator honours: `nvidia.com/gpu.deploy.<operand>=false`.
-OPERATOR_DEPLOY_LABEL_PREFIX: Final = "nvidia.com/gpu.deploy."
 # The chart's `mig.strategy` default (values.yaml), rendered into the ClusterPolicy when non-empty.
 OPERATOR_DEFAULT_MIG_STRATEGY: Final = "single"
 # NVIDIA's image and TKE's copy of it: nvcr.io/nvidia/k8s-device-plugin, .../tkeimages/nvidia-device-plugin.
@@ -561,7 +559,7 @@ class HelmPlugin:
             (
                 (
                     Requirement(NFD_NVIDIA_PCI_LABEL, "In", ("true",)),
-                    Requirement(OPERATOR_DEPLOY_LABEL_PREFIX + operand, "NotIn", ("false",)),
+                    Requirement(kube_names.LABEL_OPERATOR_DEPLOY_PREFIX + operand, "NotIn", ("false",)),
                 ),
             ),
         )
