@@ -2,8 +2,8 @@
 
 Every sample of the benchmark runs in its own process, so no sample inherits another's caches, heap or
 garbage, and the process's peak RSS belongs to that sample alone. Before the clock starts the worker
-imports what every kind shares: the Pulumi SDK, the two provider SDKs (with the submodules the program
-touches) and gpushare's `offline` package. Import time is therefore in no measurement; what the
+imports what every kind shares: the Pulumi SDK, the two provider SDKs (the program touches only their
+Provider classes) and gpushare's `offline` package. Import time is therefore in no measurement; what the
 operation itself loads (the program's own modules, which `run_program` imports afresh from the project
 directory, the Kubernetes schemas, the policy pack in its subprocess) is in it.
 
@@ -46,18 +46,11 @@ PHASE_STACK_RUN: Final = "stack file + program"
 _T = TypeVar("_T")
 
 
-# The provider-SDK classes the program uses. Both SDKs load submodules lazily, on the first attribute
-# access: touching these loads every module the program's resources come from.
+# The provider-SDK classes the program uses: only the two providers. Its resources are plain
+# `pulumi.CustomResource`s (components/provider_resources.py), so no typed submodule is loaded.
 _SDK_CLASSES: Final = (
     ("pulumi_kubernetes", "Provider"),
-    ("pulumi_kubernetes.apps.v1", "DaemonSet"),
-    ("pulumi_kubernetes.apps.v1", "DaemonSetPatch"),
-    ("pulumi_kubernetes.core.v1", "ConfigMap"),
-    ("pulumi_kubernetes.meta.v1", "ObjectMetaArgs"),
-    ("pulumi_kubernetes.helm.v3", "Release"),
     ("tencentcloud_iac_pulumi", "Provider"),
-    ("tencentcloud_iac_pulumi.kubernetes", "NodePool"),
-    ("tencentcloud_iac_pulumi.kubernetes", "get_clusters_output"),
 )
 
 

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import pulumi
-import pulumi_kubernetes as k8s
 
+from components.provider_resources import HelmRelease
 from gpushare import kube_names, plugin_pod
 from gpushare.plan import FALLBACK_KEY
 from gpushare.plugin_configs import PluginConfigEntry
@@ -71,17 +71,15 @@ class DevicePluginRelease(pulumi.ComponentResource):
         self.chart_version = plugin.plugin_version
         # Pulumi does not pass a component's depends_on to its children; the release itself must wait
         # (for the patch that parks TKE's plugin).
-        release = k8s.helm.v3.Release(
+        release = HelmRelease(
             f"{name}-release",
-            k8s.helm.v3.ReleaseArgs(
-                name=CHART,
-                chart=CHART,
-                version=plugin.plugin_version,
-                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=plugin.chart_repository),
-                namespace=plugin.namespace,
-                create_namespace=True,
-                values=release_values(args),
-            ),
+            name=CHART,
+            chart=CHART,
+            version=plugin.plugin_version,
+            repository=plugin.chart_repository,
+            namespace=plugin.namespace,
+            create_namespace=True,
+            values=release_values(args),
             opts=pulumi.ResourceOptions(parent=self, depends_on=opts.depends_on if opts else None),
         )
         self.register_outputs({"chartVersion": self.chart_version, "status": release.status})

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pulumi
-import pulumi_kubernetes as k8s
 
+from components.provider_resources import HelmRelease, KubeObject
 from gpushare import gpu_operator, kube_names
 from gpushare.gpu_operator import OperatorConfigMap
 from gpushare.plan import SharingPlan
@@ -38,18 +38,20 @@ class GpuOperatorRelease(pulumi.ComponentResource):
         self.mig_parted_config_name = mig_config.name if mig_config else None
 
         # The namespace is ours (the release would create it too late for the ConfigMaps it reads).
-        ns = k8s.core.v1.Namespace(
+        ns = KubeObject(
             f"{name}-namespace",
-            k8s.core.v1.NamespaceInitArgs(
-                metadata=k8s.meta.v1.ObjectMetaArgs(
-                    name=namespace,
+            {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {
+                    "name": namespace,
                     # The operands are privileged host agents (NVIDIA's install guide labels it so too).
-                    labels={
+                    "labels": {
                         kube_names.LABEL_MANAGED_BY: "pulumi",
                         "pod-security.kubernetes.io/enforce": "privileged",
                     },
-                )
-            ),
+                },
+            },
             opts=pulumi.ResourceOptions(parent=self),
         )
         in_namespace = pulumi.ResourceOptions(parent=self, depends_on=[ns])
@@ -67,16 +69,14 @@ class GpuOperatorRelease(pulumi.ComponentResource):
             config_maps.append(
                 self._config_map(f"{name}-mig-parted-config", mig_config, namespace, {}, in_namespace)
             )
-        release = k8s.helm.v3.Release(
+        release = HelmRelease(
             f"{name}-release",
-            k8s.helm.v3.ReleaseArgs(
-                name=gpu_operator.RELEASE_NAME,
-                chart=gpu_operator.CHART,
-                version=operator.chart_version,
-                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=operator.chart_repository),
-                namespace=namespace,
-                values=gpu_operator.release_values(args.plan, operator, plugin_config, mig_config),
-            ),
+            name=gpu_operator.RELEASE_NAME,
+            chart=gpu_operator.CHART,
+            version=operator.chart_version,
+            repository=operator.chart_repository,
+            namespace=namespace,
+            values=gpu_operator.release_values(args.plan, operator, plugin_config, mig_config),
             # The ClusterPolicy names the ConfigMaps: they exist before the release points at them, and a
             # replaced one is deleted only after the release has moved to its successor.
             opts=pulumi.ResourceOptions(parent=self, depends_on=[ns, *config_maps]),
@@ -97,19 +97,22 @@ class GpuOperatorRelease(pulumi.ComponentResource):
         namespace: str,
         annotations: dict[str, str],
         opts: pulumi.ResourceOptions,
-    ) -> k8s.core.v1.ConfigMap:
-        return k8s.core.v1.ConfigMap(
+    ) -> KubeObject:
+        metadata = {
+            "name": config_map.name,
+            "namespace": namespace,
+            "labels": {kube_names.LABEL_MANAGED_BY: "pulumi"},
+            **({"annotations": annotations} if annotations else {}),
+        }
+        return KubeObject(
             resource_name,
-            k8s.core.v1.ConfigMapInitArgs(
-                metadata=k8s.meta.v1.ObjectMetaArgs(
-                    name=config_map.name,
-                    namespace=namespace,
-                    labels={kube_names.LABEL_MANAGED_BY: "pulumi"},
-                    annotations=annotations or None,
-                ),
-                data=config_map.data,
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": metadata,
+                "data": config_map.data,
                 # Named by its content: an edit in place would be a lie about the name.
-                immutable=True,
-            ),
+                "immutable": True,
+            },
             opts=opts,
         )

@@ -6,6 +6,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import tencentcloud_iac_pulumi as tencentcloud
 
+from components.provider_resources import tke_cluster_kubeconfig
 from gpushare.stack_config import PROJECT, StackConfig
 
 
@@ -21,10 +22,7 @@ def kubernetes_provider(stack: StackConfig, cloud: tencentcloud.Provider) -> k8s
     if stack.has_kubeconfig:
         kubeconfig = pulumi.Config(PROJECT).require_secret("kubeconfig")
     else:
-        clusters = tencentcloud.kubernetes.get_clusters_output(
-            cluster_id=stack.cluster.id, opts=pulumi.InvokeOutputOptions(provider=cloud)
-        )
-        kubeconfig = pulumi.Output.secret(clusters.lists.apply(lambda found: found[0].kube_config))
+        kubeconfig = tke_cluster_kubeconfig(stack.cluster.id, cloud)
     return k8s.Provider(
         "kubernetes",
         kubeconfig=kubeconfig,

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pulumi
-import pulumi_kubernetes as k8s
 
+from components.provider_resources import KubeObject
 from gpushare import kube_names
 from gpushare.plugin_configs import PluginConfigEntry
 
@@ -29,20 +29,22 @@ class TimeSlicingConfig(pulumi.ComponentResource):
         super().__init__("gpushare:k8s:TimeSlicingConfig", name, None, opts)
         self.config_map_name = args.name
         self.checksums = {e.key: e.sha256 for e in args.entries}
-        k8s.core.v1.ConfigMap(
+        KubeObject(
             f"{name}-configmap",
-            k8s.core.v1.ConfigMapInitArgs(
-                metadata=k8s.meta.v1.ObjectMetaArgs(
-                    name=args.name,
-                    namespace=args.namespace,
-                    labels={kube_names.LABEL_MANAGED_BY: "pulumi"},
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {
+                    "name": args.name,
+                    "namespace": args.namespace,
+                    "labels": {kube_names.LABEL_MANAGED_BY: "pulumi"},
                     # Where every replica count came from, for reviewers and the policy pack.
-                    annotations={
+                    "annotations": {
                         kube_names.tuning_annotation(e.key): e.provenance_json for e in args.entries
                     },
-                ),
-                data={e.key: e.text for e in args.entries},
-            ),
+                },
+                "data": {e.key: e.text for e in args.entries},
+            },
             opts=pulumi.ResourceOptions(parent=self),
         )
         self.register_outputs({"name": args.name, "checksums": self.checksums})

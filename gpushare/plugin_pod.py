@@ -1,6 +1,6 @@
 """What a device-plugin pod looks like in DaemonSet mode (the seed's L20 DaemonSet, made per pool).
 
-Pure data: the components turn it into typed Kubernetes args, the policy pack reads it back.
+Pure data: the components turn it into manifests, the policy pack reads it back.
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ users:
 
 
 def _get_clusters(args: dict[str, Any]) -> dict[str, Any]:
-    # The program reads only `lists[0].kubeConfig`; the typed result accepts a partial list entry.
+    # The program reads only `lists[0].kubeConfig`.
     cluster_id = str(args.get("clusterId") or "cls-offline")
     return {
         "clusterId": cluster_id,

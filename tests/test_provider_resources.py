@@ -1,0 +1,242 @@
+"""The plain resources of components/provider_resources.py send the engine what the SDKs' typed classes send.
+
+The program registers Kubernetes objects and TKE node pools without pulumi-kubernetes' and
+tencentcloud-iac-pulumi's typed classes (their imports cost more CPU than all of gpushare's own work). Here
+the typed classes are the oracle: every resource the real program registers is registered again through
+its typed class, with the same values under the typed class's Python names, and the two requests must
+be equal. A property name the provider does not have is not translated by the typed class and shows up
+as a difference (the typed class raises on an unknown top-level keyword).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+import pytest
+import tencentcloud_iac_pulumi as tencentcloud
+from conftest import HELM_MIG, STACKS, stack_file
+
+from components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
+from components.provider_resources import kube_type_token
+from components.providers import kubernetes_provider
+from gpushare import resource_types
+from gpushare.stack_config import GpuDriver, StackConfig, load_stack_file
+from offline.mock_run import run_function
+from offline.program_mocks import program_mocks
+from offline.recorded import ProgramRun, RecordedResource
+from offline.render import RenderResult
+
+# Property names are lowerCamelCase identifiers; map keys (labels, `gpu_args.cudnn`'s `doc_name`) are not
+# converted: they contain `.`, `/`, `-` or `_`, or are single lower-case words, which convert to themselves.
+_CAMEL = re.compile(r"^[a-z][a-zA-Z0-9]*$")
+
+TYPED_KUBE_CLASSES: dict[str, Callable[..., pulumi.CustomResource]] = {
+    resource_types.CONFIG_MAP: k8s.core.v1.ConfigMap,
+    "kubernetes:core/v1:Namespace": k8s.core.v1.Namespace,
+    resource_types.DAEMON_SET: k8s.apps.v1.DaemonSet,
+    resource_types.DAEMON_SET_PATCH: k8s.apps.v1.DaemonSetPatch,
+}
+
+
+# Kubernetes objects are checked name by name against the Kubernetes schema by the render (strict); the
+# providers' own resources against their typed classes' declarations.
+TYPED_ARGS_CLASSES: dict[str, type] = {
+    resource_types.NODE_POOL: tencentcloud.kubernetes.NodePoolArgs,
+    resource_types.HELM_RELEASE: k8s.helm.v3.ReleaseArgs,
+}
+
+
+def python_name(key: str) -> str:
+    return re.sub(r"([A-Z])", lambda m: "_" + m.group(1).lower(), key) if _CAMEL.match(key) else key
+
+
+def python_names(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {python_name(k): python_names(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [python_names(v) for v in value]
+    return value
+
+
+def test_python_name_converts_property_names_only() -> None:
+    assert python_name("autoScalingConfig") == "auto_scaling_config"
+    assert python_name("preStartUserScript") == "pre_start_user_script"
+    assert python_name("name") == "name"
+    assert python_name("doc_name") == "doc_name"
+    assert python_name("nvidia.com/device-plugin.config") == "nvidia.com/device-plugin.config"
+
+
+_ARGS_CLASS = re.compile(r"ForwardRef\('(\w+Args)'\)")
+
+
+def undeclared_names(args_class: type, inputs: Mapping[str, Any], path: str = "") -> list[str]:
+    """Every key of `inputs` (wire names) that `args_class`, a typed SDK `*Args` class, does not declare,
+    recursively through the nested `*Args` its annotations name; a Mapping-typed property (labels, a
+    string map, chart values) holds free keys and is not descended into."""
+    annotations = args_class.__init__.__annotations__
+    module = sys.modules[args_class.__module__]
+    found = []
+    for key, value in inputs.items():
+        name = python_name(key)
+        if name not in annotations:
+            found.append(f"{path}{key}")
+            continue
+        nested = _ARGS_CLASS.search(repr(annotations[name]))
+        if nested is None:
+            continue
+        nested_class = getattr(module, nested.group(1))
+        for index, item in enumerate(value if isinstance(value, list) else [value]):
+            where = f"{path}{key}[{index}]." if isinstance(value, list) else f"{path}{key}."
+            found += undeclared_names(nested_class, item, where)
+    return found
+
+
+def registered(run: ProgramRun, *types: str) -> list[RecordedResource]:
+    return [r for r in run.resources if r.type in types]
+
+
+def through_typed_class(resource: RecordedResource) -> RecordedResource:
+    """`resource` registered again through its typed SDK class, its inputs under their Python names."""
+    if resource.type == resource_types.NODE_POOL:
+        typed: Callable[..., pulumi.CustomResource] = tencentcloud.kubernetes.NodePool
+        kwargs = python_names(resource.inputs)
+    elif resource.type == resource_types.HELM_RELEASE:
+        typed = k8s.helm.v3.Release
+        # `values` is the chart's, in the chart's own names; `compat` is the typed class's own constant.
+        kwargs = {python_name(k): v for k, v in resource.inputs.items() if k != "compat"}
+        kwargs["repository_opts"] = python_names(kwargs["repository_opts"])
+    else:
+        typed = TYPED_KUBE_CLASSES[resource.type]
+        # Top-level keywords in Python names; nested values as they are: a typed class translates the
+        # Python names it knows and passes every other key through, so a camelCase manifest goes out as is.
+        kwargs = {python_name(k): v for k, v in resource.inputs.items() if k not in ("apiVersion", "kind")}
+
+    def build() -> None:
+        typed(resource.name, **kwargs)
+
+    [again] = registered(run_function(build, project="gpushare", stack="typed"), resource.type)
+    return again
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_node_pool_and_kubernetes_object_is_what_its_typed_class_sends(
+    stack: str, rendered: dict[str, RenderResult]
+) -> None:
+    resources = rendered[stack].resources
+    plain = [
+        r
+        for r in resources
+        if r.type in (resource_types.NODE_POOL, resource_types.HELM_RELEASE, *TYPED_KUBE_CLASSES)
+    ]
+    assert any(r.type == resource_types.NODE_POOL for r in plain)  # every stack has node pools
+    for resource in plain:
+        again = through_typed_class(resource)
+        assert (again.type, again.inputs) == (resource.type, resource.inputs), resource.urn
+        if resource.type in TYPED_ARGS_CLASSES:
+            assert undeclared_names(TYPED_ARGS_CLASSES[resource.type], resource.inputs) == [], resource.urn
+
+
+def _pool_with_everything(stack: StackConfig) -> GpuNodePoolArgs:
+    """A pool using every TKE property the program can send: taints, a driver with CUDA and cuDNN (both
+    optional cuDNN names), autoscaling (min != max) and a pre-start script."""
+    pool = stack.pool("h20").model_copy(
+        update={
+            "taints": ({"key": "gpu", "value": "h20", "effect": "NoSchedule"},),
+            "driver": GpuDriver.model_validate(
+                {
+                    "version": "535.161.07",
+                    "name": "NVIDIA-Linux-x86_64-535.161.07.run",
+                    "cuda": {"version": "12.2", "name": "cuda_12.2"},
+                    "cudnn": {"version": "8.9", "name": "cudnn-8.9", "docName": "doc", "devName": "dev"},
+                }
+            ),
+            "nodes": stack.pool("h20").nodes.model_copy(update={"min": 1, "max": 3, "desired": 2}),
+        }
+    )
+    return GpuNodePoolArgs(stack.cluster, pool, {"extra/label": "x"}, pre_start_script="#!/bin/sh\n")
+
+
+def test_a_node_pool_with_every_optional_property_is_what_the_typed_class_sends() -> None:
+    args = _pool_with_everything(load_stack_file(stack_file(HELM_MIG)))
+    [pool] = registered(
+        run_function(lambda: GpuNodePool("h20", args), project="gpushare", stack="test"),
+        resource_types.NODE_POOL,
+    )
+    node_config = pool.inputs["nodeConfig"]
+    assert set(node_config) == {"gpuArgs", "preStartUserScript", "userData"}
+    assert set(node_config["gpuArgs"]) == {"migEnable", "driver", "cuda", "cudnn"}
+    assert node_config["gpuArgs"]["cudnn"] == {
+        "version": "8.9",
+        "name": "cudnn-8.9",
+        "doc_name": "doc",
+        "dev_name": "dev",
+    }
+    assert pool.inputs["taints"] == [{"key": "gpu", "value": "h20", "effect": "NoSchedule"}]
+    assert pool.inputs["enableAutoScale"] is True
+    again = through_typed_class(pool)
+    assert again.inputs == pool.inputs
+    assert undeclared_names(tencentcloud.kubernetes.NodePoolArgs, pool.inputs) == []
+
+
+def test_a_misspelt_property_name_is_caught_by_the_comparison() -> None:
+    """The oracle can fail: a nested name the provider does not have is not translated by the typed class."""
+    args = _pool_with_everything(load_stack_file(stack_file(HELM_MIG)))
+    [pool] = registered(
+        run_function(lambda: GpuNodePool("h20", args), project="gpushare", stack="test"),
+        resource_types.NODE_POOL,
+    )
+    misspelt = RecordedResource(
+        **{**pool.__dict__, "inputs": {**pool.inputs, "autoScalingConfig": {"instanceTypes": "x"}}}
+    )
+    assert through_typed_class(misspelt).inputs["autoScalingConfig"] != misspelt.inputs["autoScalingConfig"]
+    with pytest.raises(TypeError):
+        through_typed_class(
+            RecordedResource(**{**pool.__dict__, "inputs": {**pool.inputs, "clusterIds": "x"}})
+        )
+
+
+def test_the_kubeconfig_lookup_is_the_invoke_the_typed_function_makes() -> None:
+    prod = load_stack_file(stack_file("prod"))
+    assert not prod.has_kubeconfig  # prod reads the kubeconfig from TKE
+
+    def plain() -> None:
+        cloud = tencentcloud.Provider("tencentcloud", region=prod.region)
+        kubernetes_provider(prod, cloud)
+
+    def typed() -> None:
+        cloud = tencentcloud.Provider("tencentcloud", region=prod.region)
+        tencentcloud.kubernetes.get_clusters_output(
+            cluster_id=prod.cluster.id, opts=pulumi.InvokeOutputOptions(provider=cloud)
+        )
+
+    ours = run_function(plain, project="gpushare", stack="test", mocks=program_mocks())
+    theirs = run_function(typed, project="gpushare", stack="test", mocks=program_mocks())
+    assert ours.invokes == theirs.invokes == [(resource_types.GET_CLUSTERS, {"clusterId": "cls-prod0001"})]
+    [provider] = registered(ours, resource_types.KUBERNETES_PROVIDER)
+    # The first cluster's kubeConfig, as the mocks answer for cls-prod0001.
+    assert "server: https://cls-prod0001.offline.invalid" in provider.inputs["kubeconfig"]
+    assert "kubeconfig" in provider.secret_input_paths
+
+
+@pytest.mark.parametrize(
+    ("api_version", "kind", "patch", "token"),
+    [
+        ("v1", "ConfigMap", False, resource_types.CONFIG_MAP),
+        ("v1", "Namespace", False, "kubernetes:core/v1:Namespace"),
+        ("apps/v1", "DaemonSet", False, resource_types.DAEMON_SET),
+        ("apps/v1", "DaemonSet", True, resource_types.DAEMON_SET_PATCH),
+        (
+            "rbac.authorization.k8s.io/v1",
+            "ClusterRole",
+            False,
+            "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole",
+        ),
+    ],
+)
+def test_kube_type_tokens(api_version: str, kind: str, patch: bool, token: str) -> None:
+    assert kube_type_token(api_version, kind, patch=patch) == token
