@@ -162,6 +162,8 @@ def _run_validated(project_dir: Path, stack: str, stack_config: StackConfig) -> 
         config, secret_keys = load_stack_config(project_dir, stack)
     except (OSError, ValueError) as err:  # no Pulumi.yaml, or YAML the CLI would reject
         raise RenderError(str(err)) from None
+    if not (project_dir / "__main__.py").is_file():
+        raise RenderError("no __main__.py: not the Pulumi program's directory", source=str(project_dir))
     try:
         with _without_ambient_provider_settings():
             run = run_program(

@@ -33,6 +33,20 @@ def test_plan_through_the_real_entry_point(project_dir: Path) -> None:
     assert (capacity["totalSlots"], capacity["slotsBefore"]) == (11, 2)
 
 
+@pytest.mark.parametrize("command", [["render", "--out", "{dir}/out"], ["check"]])
+def test_render_and_check_of_a_directory_without_the_program_are_one_line_and_exit_1(
+    command: list[str], project_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name in ("Pulumi.yaml", "Pulumi.prod.yaml"):  # a valid stack, but no __main__.py beside it
+        (tmp_path / name).write_text((project_dir / name).read_text())
+    argv = [part.replace("{dir}", str(tmp_path)) for part in command]
+    code, _ = run([argv[0], "--stack", "prod", "--dir", str(tmp_path), *argv[1:]])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert err == f"{tmp_path}: no __main__.py: not the Pulumi program's directory\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["Pulumi.prod.yaml", "Pulumi.yaml"]
+
+
 def test_plan_of_a_missing_stack_is_one_line_and_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
     code, _ = run(["plan", "--stack", "nope"])
     assert code == 1
