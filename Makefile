@@ -10,7 +10,7 @@ STACKS := $(patsubst Pulumi.%.yaml,%,$(wildcard Pulumi.*.yaml))
 CHART_DIRS ?= $(wildcard ../shared/charts)
 CHART_ARGS := $(addprefix --chart-dir ,$(CHART_DIRS))
 
-.PHONY: test lint typecheck unit plan render check verify scan ci-stacks bench clean
+.PHONY: test lint typecheck unit plan render check verify scan ci-stacks bench bench-cpu clean
 
 # Requirements are (re)installed into the venv whenever a requirements file changes.
 $(VENV)/.installed: requirements.txt requirements-dev.txt policies/requirements.txt
@@ -73,8 +73,12 @@ $(VENV)/.bench-installed: $(VENV)/.installed bench/requirements.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check -r bench/requirements.txt
 	touch $@
 
-bench: $(VENV)/.bench-installed
+bench: $(VENV)/.bench-installed bench-cpu
 	GPUSHARE_CHART_DIRS="$(CHART_DIRS)" $(PY) -m bench $(BENCH_ARGS)
+
+# CPU of whole `render` processes against a process that only imports the SDKs (bench/process_cpu.py).
+bench-cpu: $(VENV)/.installed
+	$(PY) -m bench.process_cpu $(CHART_ARGS) $(BENCH_CPU_ARGS)
 
 clean:
 	rm -rf $(VENV) out .mypy_cache .ruff_cache .pytest_cache

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bench import floor, report, run, synthetic
+from bench import floor, process_cpu, report, run, synthetic
 from bench.measure import Job, Series, alternating, run_job
 from bench.worker import PHASE_PACK, Sample
 from gpushare import catalog
@@ -181,3 +181,28 @@ def test_results_document_table_and_plot(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     assert report.plot(data, tmp_path / "scaling.png")
     assert (tmp_path / "scaling.png").stat().st_size > 0
+
+
+def test_process_cpu_ratios_are_medians_over_the_sdk_imports_median() -> None:
+    rows = process_cpu.summary({"SDK imports": [0.3, 0.2, 0.4], "render --stack prod": [0.6, 0.9, 0.75]})
+    # Medians 0.3 s and 0.75 s: 0.75 / 0.3 = 2.5.
+    assert [(r["process"], r["cpuSeconds"], r["vsSdkImports"]) for r in rows] == [
+        ("SDK imports", 0.3, 1.0),
+        ("render --stack prod", 0.75, 2.5),
+    ]
+
+
+def test_process_cpu_measures_whole_processes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    results = tmp_path / "cpu.json"
+    assert process_cpu.main(["--runs", "1", "--stacks", "prod", "--results", str(results)]) == 0
+    data = json.loads(results.read_text())
+    assert [row["process"] for row in data["processes"]] == ["SDK imports", "render --stack prod"]
+    assert all(len(row["samples"]) == 1 and row["cpuSeconds"] > 0 for row in data["processes"])
+    assert data["bytecodeCache"] is True
+    assert "| render --stack prod |" in capsys.readouterr().out
+
+
+def test_process_cpu_stops_on_a_failing_process(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit, match="exited 1: Pulumi.nope.yaml: no such stack file"):
+        process_cpu.main(["--runs", "1", "--stacks", "nope", "--results", str(tmp_path / "cpu.json")])
+    assert not (tmp_path / "cpu.json").exists()
