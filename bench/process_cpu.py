@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from bench.measure import git_revision
 from bench.synthetic import REPO_ROOT
 
 SDK_IMPORTS: Final = "import pulumi, pulumi_kubernetes, tencentcloud_iac_pulumi"
@@ -120,6 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         json.dumps(
             {
                 "date": dt.date.today().isoformat(),
+                "revision": git_revision(),
                 "python": platform.python_version(),
                 "cpus": os.cpu_count(),
                 "runs": args.runs,

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from bench import report, synthetic
-from bench.measure import RATIO_KINDS, Job, Series, alternating, ratio, run_job
+from bench.measure import RATIO_KINDS, Job, Series, alternating, git_revision, ratio, run_job
 from bench.synthetic import PLUGIN_MODES, REPO_ROOT, PluginMode
 from bench.worker import Sample
 
@@ -151,19 +151,6 @@ def run_test_suite() -> dict[str, Any]:
     }
 
 
-def _git_revision() -> str:
-    try:
-        head = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, check=True
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain"], cwd=REPO_ROOT, capture_output=True, text=True, check=True
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return f"{head}{' (with uncommitted changes)' if dirty else ''}"
-
-
 def _version(package: str) -> str:
     try:
         return metadata.version(package)
@@ -174,7 +161,7 @@ def _version(package: str) -> str:
 def environment() -> dict[str, Any]:
     return {
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "revision": _git_revision(),
+        "revision": git_revision(),
         "python": platform.python_version(),
         "platform": platform.platform(),
         "cpus": os.cpu_count(),
