@@ -2,12 +2,11 @@
 manifests, Helm releases and TKE node pools from the providers' own property names.
 
 The SDKs' typed classes (`k8s.core.v1.ConfigMap`, `k8s.helm.v3.Release`, `tencentcloud.kubernetes.NodePool`,
-their `*Args`) are
-generated wrappers over `pulumi.CustomResource` with the same tokens and the same wire names. Importing
-one loads its whole SDK module: `pulumi_kubernetes.core.v1` imports every core kind's inputs and outputs
-(0.25 s of CPU), `pulumi_kubernetes.helm.v3` 0.045 s, `tencentcloud_iac_pulumi.kubernetes` every TKE resource
-(0.07 s); together more than
-gpushare's own work in a render (README, Performance). The engine receives the same request either way.
+their `*Args`) are generated wrappers over `pulumi.CustomResource` with the same tokens and the same wire
+names. Importing one loads its whole SDK module: `pulumi_kubernetes.core.v1` imports every core kind's
+inputs and outputs (0.25 s of CPU), `pulumi_kubernetes.helm.v3` 0.045 s, `tencentcloud_iac_pulumi.kubernetes`
+every TKE resource (0.07 s); together more than gpushare's own work in a render (README, Performance). The
+engine receives the same request either way.
 
 What keeps the plain inputs honest: the render validates every Kubernetes manifest against the schema of
 the stack's Kubernetes version (the typed classes check nothing at runtime), and tests hold every TKE
