@@ -28,6 +28,8 @@ class GpuNodePoolArgs:
     # which installs the boot-time MIG unit. The composition decides; None leaves MIG to someone else.
     pre_start_script: str | None = None
     protect: bool = False
+    # Delete the old TKE pool before creating its replacement (`pools[].deleteBeforeReplace`).
+    delete_before_replace: bool = False
     # TKE's `gpu_args.mig_enable`; None: on for MIG pools (the GPU Operator mode decides it explicitly).
     mig_enable: bool | None = None
     # TKE's switch label for its own device plugin: `disable` opts the pool out of it (managedPlugin optOut).
@@ -113,7 +115,10 @@ class GpuNodePool(pulumi.ComponentResource):
             f"{name}-pool",
             properties,
             opts=pulumi.ResourceOptions(
-                parent=self, protect=args.protect, replace_on_changes=list(REPLACE_ON_CHANGES)
+                parent=self,
+                protect=args.protect,
+                replace_on_changes=list(REPLACE_ON_CHANGES),
+                delete_before_replace=args.delete_before_replace,
             ),
         )
         self.node_pool_id = node_pool.id

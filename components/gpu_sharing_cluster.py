@@ -67,6 +67,7 @@ class GpuSharingCluster(pulumi.ComponentResource):
                     pre_start_script=script,
                     mig_enable=mig_enable,
                     protect=pool.protect if pool.protect is not None else stack.protect_pools,
+                    delete_before_replace=pool.delete_before_replace,
                     device_enable=managed.device_enable_value,
                 ),
                 child,

@@ -297,6 +297,7 @@ def _resource_record(resource: RecordedResource) -> dict[str, Any]:
         "provider": resource.provider,
         "protect": resource.protect,
         "replaceOnChanges": resource.replace_on_changes,
+        "deleteBeforeReplace": resource.delete_before_replace,
         "dependencies": resource.dependencies,
         "inputs": resource.inputs,
         "secretInputs": resource.secret_input_paths,
@@ -314,6 +315,8 @@ def _node_pool_files(resource: RecordedResource) -> dict[str, str]:
         header.append(
             f"# replace_on_changes: {', '.join(resource.replace_on_changes)} (a change replaces the pool)"
         )
+    if resource.delete_before_replace:
+        header.append("# delete_before_replace: true (a replacement deletes this pool and its nodes first)")
     files: dict[str, str] = {}
     script = (inputs.get("nodeConfig") or {}).get("preStartUserScript")
     if isinstance(script, str) and script != REDACTED:

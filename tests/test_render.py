@@ -89,7 +89,7 @@ def test_every_stack_renders_consistent_files(rendered: dict[str, RenderResult],
     assert records[0]["type"] == "pulumi:pulumi:Stack"
     assert set(records[1]) == {
         *("type", "name", "urn", "parent", "custom", "provider", "protect", "dependencies", "inputs"),
-        *("secretInputs", "replaceOnChanges"),
+        *("secretInputs", "replaceOnChanges", "deleteBeforeReplace"),
     }
     assert json.loads(read(result, "outputs.json")) == result.outputs
     assert json.loads(read(result, "capacity.json")) == result.outputs["capacity"]
@@ -177,6 +177,8 @@ def test_prod_capacity_tke_pools_and_resources(rendered: dict[str, RenderResult]
     records = {r["name"]: r for r in json.loads(read(prod, "resources.json"))}
     node_pool = records["gpushare-l20-pool"]
     assert node_pool["protect"] is True
+    assert node_pool["deleteBeforeReplace"] is False
+    assert "delete_before_replace" not in read(prod, "tke/gpushare-l20.yaml")
     assert node_pool["parent"] == records["gpushare-l20"]["urn"]
     assert node_pool["provider"] == f"{records['tencentcloud']['urn']}::tencentcloud_id"
 
@@ -570,3 +572,22 @@ def test_cli_render_subprocess(tmp_path: Path) -> None:
     assert "│  └─ tencentcloud:Kubernetes/nodePool:NodePool gpushare-l20-pool [protect]\n" in stdout
     assert "11 schedulable GPU slots against 2 before sharing" in stdout
     assert yaml.safe_load((out / CONFIG_MAP).read_text())["kind"] == "ConfigMap"
+
+
+def test_a_pool_deleted_before_its_replacement_says_so_in_the_render(tmp_path: Path) -> None:
+    project = copy_project(tmp_path / "project")
+    stack_path = project / "Pulumi.prod.yaml"
+    document = yaml.safe_load(stack_path.read_text())
+    document["config"]["gpushare:pools"][1]["deleteBeforeReplace"] = True  # t4
+    stack_path.write_text(yaml.safe_dump(document))
+    result = render_stack(project, "prod", tmp_path / "out")
+    records = {r["name"]: r for r in json.loads(read(result, "resources.json"))}
+    assert (
+        records["gpushare-t4-pool"]["deleteBeforeReplace"],
+        records["gpushare-l20-pool"]["deleteBeforeReplace"],
+    ) == (
+        True,
+        False,
+    )
+    header = read(result, "tke/gpushare-t4.yaml").split("\n")[:4]
+    assert "# delete_before_replace: true (a replacement deletes this pool and its nodes first)" in header
