@@ -165,14 +165,23 @@ def ratio(numerator: float | None, denominator: float | None) -> float | None:
     return numerator / denominator
 
 
+# What the benchmarks themselves write: a change there says nothing about the code measured.
+BENCH_OUTPUTS: Final = ("bench/results.json", "bench/scaling.png", "bench/process_cpu.json")
+
+
 def git_revision() -> str:
-    """The checkout's short commit, marked when it has uncommitted changes."""
+    """The checkout's short commit, marked when it has uncommitted changes (other than BENCH_OUTPUTS)."""
+    excluded = [f":(exclude){path}" for path in BENCH_OUTPUTS]
     try:
         head = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, check=True
         ).stdout.strip()
         dirty = subprocess.run(
-            ["git", "status", "--porcelain"], cwd=REPO_ROOT, capture_output=True, text=True, check=True
+            ["git", "status", "--porcelain", "--", ".", *excluded],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
         ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
