@@ -118,7 +118,8 @@ class GpuNodePool(pulumi.ComponentResource):
                 parent=self,
                 protect=args.protect,
                 replace_on_changes=list(REPLACE_ON_CHANGES),
-                delete_before_replace=args.delete_before_replace,
+                # Unset unless asked for: an explicit False would override the provider's own answer.
+                delete_before_replace=True if args.delete_before_replace else None,
             ),
         )
         self.node_pool_id = node_pool.id

@@ -411,9 +411,10 @@ class Pool(_Model):
     sharing: PoolSharing
     protect: bool | None = None
     # A replacement (see REPLACE_ON_CHANGES in components/gpu_node_pool.py) creates the new TKE pool, under
-    # the same name, before deleting the old one: no capacity gap, but two pools share the name for a
-    # while. Whether TKE allows that is UNVERIFIED; if it refuses, the create fails and nothing is deleted.
-    # True deletes the old pool and its nodes first (the pool's capacity is gone until new nodes join).
+    # the same name, before deleting the old one unless the provider asks otherwise: no capacity gap, but
+    # two pools share the name for a while. Whether TKE allows that is UNVERIFIED; if it refuses, the
+    # create fails and nothing is deleted. True deletes the old pool and its nodes first (the pool's
+    # capacity is gone until new nodes join).
     delete_before_replace: bool = Field(default=False, alias="deleteBeforeReplace")
     node_os: str = Field(default="tlinux3.1x86_64", alias="nodeOs", pattern=r"^\S(.*\S)?$")
     labels: dict[str, str] = Field(default_factory=dict)

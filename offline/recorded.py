@@ -72,7 +72,9 @@ class RecordedResource:
     property_dependencies: dict[str, list[str]]
     protect: bool
     ignore_changes: list[str]
-    delete_before_replace: bool
+    delete_before_replace: bool | None
+    """The `delete_before_replace` option; None when the program left it unset, so that the provider's
+    own answer (and then Pulumi's create-first default) decides."""
     additional_secret_outputs: list[str]
     secret_input_paths: list[str]
     """Property paths (engine syntax: `stringData.token`, `data["a.b"]`, `items[0]`) that were secret."""

@@ -113,7 +113,9 @@ class RecordingMonitor(MockMonitor):
                 },
                 protect=bool(request.protect),
                 ignore_changes=list(request.ignoreChanges),
-                delete_before_replace=request.deleteBeforeReplace,
+                delete_before_replace=(
+                    request.deleteBeforeReplace if request.deleteBeforeReplaceDefined else None
+                ),
                 additional_secret_outputs=list(request.additionalSecretOutputs),
                 secret_input_paths=secret_paths,
                 id=resource_id or None,
@@ -149,7 +151,7 @@ class RecordingMonitor(MockMonitor):
             property_dependencies={},
             protect=False,
             ignore_changes=[],
-            delete_before_replace=False,
+            delete_before_replace=None,
             additional_secret_outputs=list(request.additionalSecretOutputs),
             secret_input_paths=secret_paths,
             id=resource_id or request.id or None,

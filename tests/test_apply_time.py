@@ -141,13 +141,13 @@ def test_an_instance_type_change_plans_a_replacement(helm_mig: ProgramRun, tmp_p
 
 
 def test_a_pool_may_delete_before_its_replacement(helm_mig: ProgramRun, tmp_path: Path) -> None:
-    # Default: the engine creates the replacement first (no capacity gap), as for every resource.
-    assert [pool.delete_before_replace for pool in node_pools(helm_mig).values()] == [False, False]
+    # Default: the option is not sent at all (an explicit false would override the provider's answer).
+    assert [pool.delete_before_replace for pool in node_pools(helm_mig).values()] == [None, None]
     document = helm_mig_stack()
     document["config"]["gpushare:pools"][0]["deleteBeforeReplace"] = True
     after = node_pools(run_document(document, tmp_path, "mig"))
     assert the_pool(after, "h20").delete_before_replace is True
-    assert the_pool(after, "l20").delete_before_replace is False  # per pool
+    assert the_pool(after, "l20").delete_before_replace is None  # per pool
     # The option changes no input: switching it on replaces nothing by itself.
     assert replacing_changes(the_pool(node_pools(helm_mig), "h20"), the_pool(after, "h20")) == set()
 

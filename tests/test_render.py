@@ -177,7 +177,7 @@ def test_prod_capacity_tke_pools_and_resources(rendered: dict[str, RenderResult]
     records = {r["name"]: r for r in json.loads(read(prod, "resources.json"))}
     node_pool = records["gpushare-l20-pool"]
     assert node_pool["protect"] is True
-    assert node_pool["deleteBeforeReplace"] is False
+    assert node_pool["deleteBeforeReplace"] is None  # not sent: the provider and Pulumi decide
     assert "delete_before_replace" not in read(prod, "tke/gpushare-l20.yaml")
     assert node_pool["parent"] == records["gpushare-l20"]["urn"]
     assert node_pool["provider"] == f"{records['tencentcloud']['urn']}::tencentcloud_id"
@@ -585,9 +585,6 @@ def test_a_pool_deleted_before_its_replacement_says_so_in_the_render(tmp_path: P
     assert (
         records["gpushare-t4-pool"]["deleteBeforeReplace"],
         records["gpushare-l20-pool"]["deleteBeforeReplace"],
-    ) == (
-        True,
-        False,
-    )
+    ) == (True, None)
     header = read(result, "tke/gpushare-t4.yaml").split("\n")[:4]
     assert "# delete_before_replace: true (a replacement deletes this pool and its nodes first)" in header
