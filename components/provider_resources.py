@@ -6,15 +6,17 @@ their `*Args`) are generated wrappers over `pulumi.CustomResource` with the same
 names. Importing one loads its whole SDK module: `pulumi_kubernetes.core.v1` imports every core kind's
 inputs and outputs (0.25 s of CPU), `pulumi_kubernetes.helm.v3` 0.045 s, `tencentcloud_iac_pulumi.kubernetes`
 every TKE resource (0.07 s); together more than gpushare's own work in a render (README, Performance). The
-engine receives the same request either way.
+engine receives the same type, name and inputs either way.
 
 What keeps the plain inputs honest: the render validates every Kubernetes manifest against the schema of
-the stack's Kubernetes version (the typed classes check nothing at runtime), and tests hold every TKE
-and Helm property name the program sends against the typed classes (tests/test_provider_resources.py).
+the stack's Kubernetes version, strictly (the typed classes check at runtime only that required
+properties are present, which the tests' registration through them still does), and tests hold every
+TKE and Helm property name the program sends against the typed classes (tests/test_provider_resources.py).
 
 What the typed classes add and these leave out, on purpose: `aliases` to `extensions/v1beta1` and
-`apps/v1beta2` types (gpushare's stacks never had those), and `version`/`pluginDownloadUrl` on each
-resource (every gpushare resource gets its provider explicitly, through the component's `providers`).
+`apps/v1beta2` types (gpushare's stacks never had those), and `version`/`pluginDownloadURL` on each
+resource, which the engine uses only to pick a default provider: every gpushare resource gets its
+provider explicitly, through the component's `providers` (a test checks every render for it).
 """
 
 from __future__ import annotations
@@ -102,4 +104,17 @@ def tke_cluster_kubeconfig(cluster_id: str, provider: pulumi.ProviderResource) -
         {"clusterId": cluster_id},
         opts=pulumi.InvokeOutputOptions(provider=provider),
     )
-    return pulumi.Output.secret(clusters.apply(lambda found: str(found["lists"][0]["kubeConfig"])))
+
+    def first_kubeconfig(found: Mapping[str, Any]) -> str:
+        listed = found.get("lists") or []
+        kubeconfig = listed[0].get("kubeConfig") if listed else None
+        if not kubeconfig:
+            # Without this the Kubernetes provider would fall back to the ambient kubeconfig: some other
+            # cluster, or none.
+            raise pulumi.RunError(
+                f"TKE cluster {cluster_id}: no kubeconfig from getClusters (is gpushare:cluster.id right, in "
+                "this region? does the cluster expose its API server?); or set a secret gpushare:kubeconfig"
+            )
+        return str(kubeconfig)
+
+    return pulumi.Output.secret(clusters.apply(first_kubeconfig))

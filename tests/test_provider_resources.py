@@ -1,15 +1,21 @@
 """The plain resources of components/provider_resources.py send the engine what the SDKs' typed classes send.
 
-The program registers Kubernetes objects and TKE node pools without pulumi-kubernetes' and
+The program registers Kubernetes objects, Helm releases and TKE node pools without pulumi-kubernetes' and
 tencentcloud-iac-pulumi's typed classes (their imports cost more CPU than all of gpushare's own work). Here
 the typed classes are the oracle: every resource the real program registers is registered again through
-its typed class, with the same values under the typed class's Python names, and the two requests must
-be equal. A property name the provider does not have is not translated by the typed class and shows up
-as a difference (the typed class raises on an unknown top-level keyword).
+its typed class, with the same values under the typed class's Python names, and the two registrations
+must carry the same type, inputs and secrets. The typed class raises on an unknown top-level keyword and
+passes an unknown nested name through untranslated, so a misspelt multi-word name shows up as a
+difference; `undeclared_names` checks every TKE and Helm name, one-word names included, against the
+typed classes' declarations. Kubernetes objects' nested names are the render's strict schema check's job.
+What the typed classes add besides (aliases to retired API versions, `version`) is listed in
+components/provider_resources.py; that every resource has an explicit provider, which makes `version`
+moot, is checked here.
 """
 
 from __future__ import annotations
 
+import gc
 import re
 import sys
 from collections.abc import Callable, Mapping
@@ -21,11 +27,16 @@ import pytest
 import tencentcloud_iac_pulumi as tencentcloud
 from conftest import HELM_MIG, STACKS, stack_file
 
+from components.device_plugin_release import DevicePluginRelease, DevicePluginReleaseArgs
 from components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
+from components.gpu_operator_release import GpuOperatorRelease, GpuOperatorReleaseArgs
 from components.provider_resources import kube_type_token
 from components.providers import kubernetes_provider
 from gpushare import resource_types
+from gpushare.plan import build_plan
+from gpushare.plugin_configs import plugin_config_entries
 from gpushare.stack_config import GpuDriver, StackConfig, load_stack_file
+from offline.echo_mocks import Mocks
 from offline.mock_run import run_function
 from offline.program_mocks import program_mocks
 from offline.recorded import ProgramRun, RecordedResource
@@ -135,10 +146,74 @@ def test_every_node_pool_and_kubernetes_object_is_what_its_typed_class_sends(
     ]
     assert any(r.type == resource_types.NODE_POOL for r in plain)  # every stack has node pools
     for resource in plain:
-        again = through_typed_class(resource)
-        assert (again.type, again.inputs) == (resource.type, resource.inputs), resource.urn
-        if resource.type in TYPED_ARGS_CLASSES:
-            assert undeclared_names(TYPED_ARGS_CLASSES[resource.type], resource.inputs) == [], resource.urn
+        assert_same_as_typed(resource)
+
+
+def registration(resource: RecordedResource) -> tuple[object, ...]:
+    return (resource.type, resource.inputs, resource.additional_secret_outputs, resource.secret_input_paths)
+
+
+def assert_same_as_typed(resource: RecordedResource) -> None:
+    assert registration(through_typed_class(resource)) == registration(resource), resource.urn
+    if resource.type in TYPED_ARGS_CLASSES:
+        assert undeclared_names(TYPED_ARGS_CLASSES[resource.type], resource.inputs) == [], resource.urn
+    # A typed *Args omits a property given as None; a plain dict would send null.
+    assert none_paths(resource.inputs) == [], resource.urn
+
+
+def none_paths(value: Any, path: str = "") -> list[str]:
+    if value is None:
+        return [path or "(the inputs)"]
+    if isinstance(value, Mapping):
+        return [p for k, v in value.items() for p in none_paths(v, f"{path}.{k}" if path else str(k))]
+    if isinstance(value, list):
+        return [p for i, v in enumerate(value) for p in none_paths(v, f"{path}[{i}]")]
+    return []
+
+
+def test_none_paths_finds_nested_nulls() -> None:
+    assert none_paths({"a": {"b": None}, "c": [1, None], "d": "x"}) == ["a.b", "c[1]"]
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_provider_resource_has_its_provider_explicitly(
+    stack: str, rendered: dict[str, RenderResult]
+) -> None:
+    """The plain resources carry no `version` (the typed classes did): the engine would use it only to
+    pick a default provider, so no gpushare resource may use a default provider."""
+    providers = {r.urn for r in rendered[stack].resources if r.type.startswith("pulumi:providers:")}
+    custom = [r for r in rendered[stack].resources if r.custom and not r.type.startswith("pulumi:")]
+    assert custom
+    for resource in custom:
+        assert resource.provider is not None, resource.urn
+        urn, _, _ = resource.provider.rpartition("::")
+        package = resource.type.split(":")[0]
+        assert urn in providers and urn.split("::")[-2] == f"pulumi:providers:{package}", resource.urn
+
+
+def test_helm_releases_and_their_objects_are_what_the_typed_classes_send() -> None:
+    """Without the pinned charts the stack renders above are skipped for helm and gpu-operator stacks:
+    the two release components on their own, under the mocks, need no chart."""
+    dev = load_stack_file(stack_file("dev"))
+    staging = load_stack_file(stack_file("staging"))
+    staging_plan = build_plan(staging)
+
+    def body() -> None:
+        DevicePluginRelease("dp", DevicePluginReleaseArgs(dev.plugin, plugin_config_entries(build_plan(dev))))
+        GpuOperatorRelease("op", GpuOperatorReleaseArgs(staging_plan, plugin_config_entries(staging_plan)))
+
+    run = run_function(body, project="gpushare", stack="test", mocks=program_mocks())
+    releases = registered(run, resource_types.HELM_RELEASE)
+    objects = registered(run, *TYPED_KUBE_CLASSES)
+    assert [r.inputs["chart"] for r in releases] == ["nvidia-device-plugin", "gpu-operator"]
+    # The operator's namespace and its two content-addressed ConfigMaps.
+    assert sorted(r.type for r in objects) == [
+        resource_types.CONFIG_MAP,
+        resource_types.CONFIG_MAP,
+        "kubernetes:core/v1:Namespace",
+    ]
+    for resource in [*releases, *objects]:
+        assert_same_as_typed(resource)
 
 
 def _pool_with_everything(stack: StackConfig) -> GpuNodePoolArgs:
@@ -178,9 +253,7 @@ def test_a_node_pool_with_every_optional_property_is_what_the_typed_class_sends(
     }
     assert pool.inputs["taints"] == [{"key": "gpu", "value": "h20", "effect": "NoSchedule"}]
     assert pool.inputs["enableAutoScale"] is True
-    again = through_typed_class(pool)
-    assert again.inputs == pool.inputs
-    assert undeclared_names(tencentcloud.kubernetes.NodePoolArgs, pool.inputs) == []
+    assert_same_as_typed(pool)
 
 
 def test_a_misspelt_property_name_is_caught_by_the_comparison() -> None:
@@ -218,6 +291,7 @@ def test_the_kubeconfig_lookup_is_the_invoke_the_typed_function_makes() -> None:
     theirs = run_function(typed, project="gpushare", stack="test", mocks=program_mocks())
     assert ours.invokes == theirs.invokes == [(resource_types.GET_CLUSTERS, {"clusterId": "cls-prod0001"})]
     [provider] = registered(ours, resource_types.KUBERNETES_PROVIDER)
+    assert registered(theirs, resource_types.KUBERNETES_PROVIDER) == []
     # The first cluster's kubeConfig, as the mocks answer for cls-prod0001.
     assert "server: https://cls-prod0001.offline.invalid" in provider.inputs["kubeconfig"]
     assert "kubeconfig" in provider.secret_input_paths
@@ -240,3 +314,21 @@ def test_the_kubeconfig_lookup_is_the_invoke_the_typed_function_makes() -> None:
 )
 def test_kube_type_tokens(api_version: str, kind: str, patch: bool, token: str) -> None:
     assert kube_type_token(api_version, kind, patch=patch) == token
+
+
+@pytest.mark.parametrize(
+    "answer", [{"lists": []}, {"lists": [{"clusterId": "cls-prod0001", "kubeConfig": ""}]}]
+)
+def test_a_cluster_lookup_without_a_kubeconfig_stops_the_program(answer: dict[str, Any]) -> None:
+    """The Kubernetes provider would otherwise fall back to the ambient kubeconfig: some other cluster."""
+    prod = load_stack_file(stack_file("prod"))
+
+    def body() -> None:
+        kubernetes_provider(prod, tencentcloud.Provider("tencentcloud", region=prod.region))
+
+    mocks = Mocks(invoke_handlers={resource_types.GET_CLUSTERS: lambda _: answer})
+    with pytest.raises(pulumi.RunError, match="^TKE cluster cls-prod0001: no kubeconfig from getClusters"):
+        run_function(body, project="gpushare", stack="test", mocks=mocks)
+    # The SDK leaves the failed output's futures behind; asyncio reports them when they are collected:
+    # collect them here, inside the test's captured output, rather than in some later test's.
+    gc.collect()
