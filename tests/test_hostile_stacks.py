@@ -280,6 +280,11 @@ CASES = [
     ),
     Bad("unknown-pool-key", f"{F}: gpushare:pools[0].replicas: unknown key", _set(f"{P0}|replicas", 8)),
     Bad(
+        "delete-before-replace-yes",
+        f"{F}: gpushare:pools[0].deleteBeforeReplace: must be true or false",
+        _set(f"{P0}|deleteBeforeReplace", "yes"),
+    ),
+    Bad(
         "unknown-gpu",
         f"{F}: gpushare:pools[0].gpu: unknown GPU model 'L40' (known: L20, T4, H20, A10, A30, A100-40GB, "
         "A100-80GB, H100-80GB, H100-94GB, H200, L4, L40S, V100)",
