@@ -34,7 +34,6 @@ SDK_IMPORTS: Final = "import pulumi, pulumi_kubernetes, tencentcloud_iac_pulumi"
 DEFAULT_STACKS: Final = ("prod", "staging", "dev")
 DEFAULT_RUNS: Final = 11
 RESULTS: Final = REPO_ROOT / "bench" / "process_cpu.json"
-SHARED_CHARTS: Final = REPO_ROOT.parent / "shared" / "charts"
 
 
 @dataclass(frozen=True)
@@ -75,12 +74,12 @@ def measure(measured: Sequence[Process], runs: int, env: dict[str, str]) -> dict
 
 
 def summary(samples: dict[str, list[float]]) -> list[dict[str, object]]:
-    base = statistics.median(samples["SDK imports"])
+    medians = {label: statistics.median(values) for label, values in samples.items()}
     return [
         {
             "process": label,
-            "cpuSeconds": round(statistics.median(values), 3),
-            "vsSdkImports": round(statistics.median(values) / base, 2),
+            "cpuSeconds": round(medians[label], 3),
+            "vsSdkImports": round(medians[label] / medians["SDK imports"], 2),
             "samples": [round(value, 3) for value in values],
         }
         for label, values in samples.items()
@@ -97,7 +96,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m bench.process_cpu", description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=DEFAULT_RUNS, help="samples of each process")
     parser.add_argument("--stacks", nargs="+", default=list(DEFAULT_STACKS))
-    parser.add_argument("--chart-dir", type=Path, action="append", default=None)
+    # Where the charts come from is render's own rule (--chart-dir, then $GPUSHARE_CHART_DIRS, ...).
+    parser.add_argument("--chart-dir", type=Path, action="append", default=[])
     parser.add_argument("--no-bytecode-cache", action="store_true", help="PYTHONDONTWRITEBYTECODE=1")
     parser.add_argument("--results", type=Path, default=RESULTS)
     return parser
@@ -105,7 +105,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    chart_dirs = args.chart_dir if args.chart_dir is not None else [SHARED_CHARTS] * SHARED_CHARTS.is_dir()
     scratch = Path(tempfile.mkdtemp(prefix="gpushare-cpu-"))
     env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
     if args.no_bytecode_cache:
@@ -113,7 +112,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         env["PYTHONPYCACHEPREFIX"] = str(scratch / "pycache")
     try:
-        rows = summary(measure(processes(args.stacks, scratch / "out", chart_dirs), args.runs, env))
+        rows = summary(measure(processes(args.stacks, scratch / "out", args.chart_dir), args.runs, env))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     print(table(rows))
