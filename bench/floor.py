@@ -8,9 +8,9 @@ It runs under the same recording monitor and mocks as `render` (`offline.mock_ru
 `offline.program_mocks.program_mocks()`), so what is left is what the Pulumi SDK itself spends per
 resource: input serialization, the RegisterResource round trip, output resolution.
 
-Not in the floor, and so counted against gpushare: validating the stack file, the sharing plan, building
-the manifests and properties (the program's resources are the same generic classes,
-components/provider_resources.py), the `getClusters` invoke, and everything `render` does after the
+Not in the floor, and so counted against gpushare: validating the stack file, the sharing plan, the
+typed provider classes (`pulumi_kubernetes`, `tencentcloud_iac_pulumi` Args and their translation, the
+versions and aliases they add), the `getClusters` invoke, and everything `render` does after the
 program (manifest validation, YAML, files). Secret values are the render's redacted `<secret>` strings, of no consequence to the cost.
 """
 

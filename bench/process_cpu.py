@@ -1,5 +1,6 @@
 """`python -m bench.process_cpu` (`make bench-cpu`): the CPU of whole `render` processes against a process
-that only imports the three SDKs.
+that only imports the SDK modules the program uses (`bench.worker.SDK_MODULES`: pulumi, and the provider
+SDKs' submodules its typed classes come from).
 
 The figure #14 asks for: user + system CPU of each child process (from `getrusage(RUSAGE_CHILDREN)`
 around it), the kinds alternating so each sees the same machine, medians over `--runs`. Bytecode caches
@@ -29,8 +30,9 @@ from typing import Final
 
 from bench.measure import git_revision
 from bench.synthetic import REPO_ROOT
+from bench.worker import SDK_MODULES
 
-SDK_IMPORTS: Final = "import pulumi, pulumi_kubernetes, tencentcloud_iac_pulumi"
+SDK_IMPORTS: Final = f"import {', '.join(('pulumi', *SDK_MODULES))}"
 DEFAULT_STACKS: Final = ("prod", "staging", "dev")
 DEFAULT_RUNS: Final = 11
 RESULTS: Final = REPO_ROOT / "bench" / "process_cpu.json"

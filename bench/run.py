@@ -45,7 +45,6 @@ QUICK_REPS: Final = 2
 SINGLE_RUN_ABOVE_POOLS: Final = 100
 MAX_SCALING_REPS: Final = 3
 
-RENDER_TARGET: Final = 1.3
 CHECK_TARGET: Final = 1.5
 GROWTH_TARGET: Final = 12.0
 GROWTH_SIZES: Final = (50, 500)
@@ -215,23 +214,10 @@ class Target:
 
 def targets(run: Run) -> list[Target]:
     found: list[Target] = []
+    # No render/floor target: the floor registers generic `pulumi.CustomResource`s, so a limit on that ratio
+    # would reward a program that leaves the SDKs' typed classes (which the engine needs for versions,
+    # aliases and secret outputs). The ratios are still reported (`real.<stack>.ratios`).
     for stack, series in run.real.items():
-        found.append(
-            Target(
-                f"render/floor time, {stack}",
-                ratio(series["render"].seconds, series["floor"].seconds),
-                RENDER_TARGET,
-                "median wall time of render_stack over the floor program's",
-            )
-        )
-        found.append(
-            Target(
-                f"render/floor peak RSS, {stack}",
-                ratio(series["render"].rss_peak_mib, series["floor"].rss_peak_mib),
-                RENDER_TARGET,
-                "median peak RSS of the sample processes",
-            )
-        )
         found.append(
             Target(
                 f"check/empty-pack time, {stack}",

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import pulumi
+import pulumi_kubernetes as k8s
 
-from components.provider_resources import HelmRelease
 from gpushare import kube_names, plugin_pod
 from gpushare.plan import FALLBACK_KEY
 from gpushare.plugin_configs import PluginConfigEntry
@@ -62,6 +62,11 @@ def release_values(args: DevicePluginReleaseArgs) -> dict[str, Any]:
 
 class DevicePluginRelease(pulumi.ComponentResource):
     chart_version: str
+    """The device-plugin chart's version, pinned by the stack."""
+    release_name: pulumi.Output[str]
+    """The Helm release's name in the cluster (`helm status <name> -n <namespace>`)."""
+    status: pulumi.Output[k8s.helm.v3.outputs.ReleaseStatus]
+    """What Helm reports after the install or upgrade: `status`, `revision`, `version`, `app_version`."""
 
     def __init__(
         self, name: str, args: DevicePluginReleaseArgs, opts: pulumi.ResourceOptions | None = None
@@ -71,15 +76,22 @@ class DevicePluginRelease(pulumi.ComponentResource):
         self.chart_version = plugin.plugin_version
         # Pulumi does not pass a component's depends_on to its children; the release itself must wait
         # (for the patch that parks TKE's plugin).
-        release = HelmRelease(
+        release = k8s.helm.v3.Release(
             f"{name}-release",
-            name=CHART,
-            chart=CHART,
-            version=plugin.plugin_version,
-            repository=plugin.chart_repository,
-            namespace=plugin.namespace,
-            create_namespace=True,
-            values=release_values(args),
+            k8s.helm.v3.ReleaseArgs(
+                name=CHART,
+                chart=CHART,
+                version=plugin.plugin_version,
+                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=plugin.chart_repository),
+                namespace=plugin.namespace,
+                create_namespace=True,
+                values=release_values(args),
+            ),
             opts=pulumi.ResourceOptions(parent=self, depends_on=opts.depends_on if opts else None),
         )
-        self.register_outputs({"chartVersion": self.chart_version, "status": release.status})
+        # Given explicitly, so the provider keeps it (it names only releases without one).
+        self.release_name = cast(pulumi.Output[str], release.name)
+        self.status = release.status
+        self.register_outputs(
+            {"chartVersion": self.chart_version, "releaseName": self.release_name, "status": self.status}
+        )

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import base64
 from dataclasses import dataclass
-from typing import Any
 
 import pulumi
+import tencentcloud_iac_pulumi as tencentcloud
 
-from components.provider_resources import TkeNodePool
 from gpushare import kube_names, tke_limits
 from gpushare.stack_config import Cluster, Mig, Pool, SoftwareVersion
 
@@ -53,67 +52,78 @@ def _software(software: SoftwareVersion) -> dict[str, str]:
     return {"version": software.version, "name": software.name}
 
 
-def gpu_args(pool: Pool, mig_enable: bool | None = None) -> dict[str, Any]:
+def gpu_args(
+    pool: Pool, mig_enable: bool | None = None
+) -> tencentcloud.kubernetes.NodePoolNodeConfigGpuArgsArgs:
     """TKE's `node_config.gpu_args`. Its driver, CUDA and cuDNN are string maps in the provider's schema,
     keyed as Terraform spells them (`doc_name`, `dev_name`)."""
     driver = pool.driver
-    args: dict[str, Any] = {"migEnable": isinstance(pool.sharing, Mig) if mig_enable is None else mig_enable}
-    if driver is None:
-        return args
-    args["driver"] = _software(driver)
-    if driver.cuda:
-        args["cuda"] = _software(driver.cuda)
-    if driver.cudnn:
-        cudnn = driver.cudnn
-        args["cudnn"] = {
+    cudnn = driver.cudnn if driver else None
+    return tencentcloud.kubernetes.NodePoolNodeConfigGpuArgsArgs(
+        mig_enable=isinstance(pool.sharing, Mig) if mig_enable is None else mig_enable,
+        driver=_software(driver) if driver else None,
+        cuda=_software(driver.cuda) if driver and driver.cuda else None,
+        cudnn=None
+        if cudnn is None
+        else {
             **_software(cudnn),
             **({"doc_name": cudnn.doc_name} if cudnn.doc_name else {}),
             **({"dev_name": cudnn.dev_name} if cudnn.dev_name else {}),
-        }
-    return args
+        },
+    )
 
 
 class GpuNodePool(pulumi.ComponentResource):
     node_pool_id: pulumi.Output[str]
+    """The TKE node pool's id (`np-...`), for resources that name the pool."""
+    auto_scaling_group_id: pulumi.Output[str]
+    """The id of the auto-scaling group TKE creates for the pool."""
     labels: dict[str, str]
+    """The node labels the pool's nodes carry (the device plugin's config key, the GPU model, the pool)."""
 
     def __init__(self, name: str, args: GpuNodePoolArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpushare:tke:GpuNodePool", name, None, opts)
         pool = args.pool
         self.labels = node_labels(args)
         script = base64.b64encode(args.pre_start_script.encode()).decode() if args.pre_start_script else None
-        node_config: dict[str, Any] = {"gpuArgs": gpu_args(pool, args.mig_enable)}
-        if script:
+        node_config = tencentcloud.kubernetes.NodePoolNodeConfigArgs(
+            gpu_args=gpu_args(pool, args.mig_enable),
+            pre_start_user_script=script,
             # TKE runs the pre-start script only on existing instances added to the pool; its user script
             # runs after the Kubernetes components start, also (inferred) on nodes the scaling group
             # creates. The script is idempotent: both may run it.
-            node_config |= {"preStartUserScript": script, "userData": script}
-        properties: dict[str, Any] = {
-            "name": tke_limits.node_pool_name(pool.name),
-            "clusterId": args.cluster.id,
-            "vpcId": args.cluster.vpc_id,
-            "subnetIds": list(args.cluster.subnet_ids),
-            "minSize": pool.nodes.min,
-            "maxSize": pool.nodes.max,
-            "desiredCapacity": pool.nodes.desired,
-            "enableAutoScale": pool.nodes.min != pool.nodes.max,
-            "nodeOs": pool.node_os,
-            "retryPolicy": "INCREMENTAL_INTERVALS",
-            # The default (True) keeps the CVMs when the pool goes: GPU instances would go on billing
-            # outside any pool. Production pools are guarded by deletion protection and `protect`.
-            "deleteKeepInstance": False,
-            "deletionProtection": args.protect,
-            "autoScalingConfig": {"instanceType": pool.instance_type},
-            "nodeConfig": node_config,
-            "labels": self.labels,
-        }
-        if pool.taints:
-            properties["taints"] = [
-                {"key": t["key"], "value": t["value"], "effect": t["effect"]} for t in pool.taints
-            ]
-        node_pool = TkeNodePool(
+            user_data=script,
+        )
+        node_pool = tencentcloud.kubernetes.NodePool(
             f"{name}-pool",
-            properties,
+            tencentcloud.kubernetes.NodePoolArgs(
+                name=tke_limits.node_pool_name(pool.name),
+                cluster_id=args.cluster.id,
+                vpc_id=args.cluster.vpc_id,
+                subnet_ids=list(args.cluster.subnet_ids),
+                min_size=pool.nodes.min,
+                max_size=pool.nodes.max,
+                desired_capacity=pool.nodes.desired,
+                enable_auto_scale=pool.nodes.min != pool.nodes.max,
+                node_os=pool.node_os,
+                retry_policy="INCREMENTAL_INTERVALS",
+                # The default (True) keeps the CVMs when the pool goes: GPU instances would go on billing
+                # outside any pool. Production pools are guarded by deletion protection and `protect`.
+                delete_keep_instance=False,
+                deletion_protection=args.protect,
+                auto_scaling_config=tencentcloud.kubernetes.NodePoolAutoScalingConfigArgs(
+                    instance_type=pool.instance_type
+                ),
+                node_config=node_config,
+                labels=self.labels,
+                taints=[
+                    tencentcloud.kubernetes.NodePoolTaintArgs(
+                        key=t["key"], value=t["value"], effect=t["effect"]
+                    )
+                    for t in pool.taints
+                ]
+                or None,
+            ),
             opts=pulumi.ResourceOptions(
                 parent=self,
                 protect=args.protect,
@@ -123,4 +133,11 @@ class GpuNodePool(pulumi.ComponentResource):
             ),
         )
         self.node_pool_id = node_pool.id
-        self.register_outputs({"nodePoolId": node_pool.id, "labels": self.labels})
+        self.auto_scaling_group_id = node_pool.auto_scaling_group_id
+        self.register_outputs(
+            {
+                "nodePoolId": self.node_pool_id,
+                "autoScalingGroupId": self.auto_scaling_group_id,
+                "labels": self.labels,
+            }
+        )

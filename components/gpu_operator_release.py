@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import pulumi
+import pulumi_kubernetes as k8s
 
-from components.provider_resources import HelmRelease, KubeObject
 from gpushare import gpu_operator, kube_names
 from gpushare.gpu_operator import OperatorConfigMap
 from gpushare.plan import SharingPlan
@@ -22,8 +23,15 @@ class GpuOperatorReleaseArgs:
 
 class GpuOperatorRelease(pulumi.ComponentResource):
     chart_version: str
+    """The GPU Operator chart's version, pinned by the stack."""
     device_plugin_config_name: str
+    """The content-addressed ConfigMap of the device plugin's configs the ClusterPolicy names."""
     mig_parted_config_name: str | None
+    """The content-addressed mig-parted ConfigMap the MIG manager reads; None without MIG pools."""
+    release_name: pulumi.Output[str]
+    """The Helm release's name in the cluster (`helm status <name> -n <namespace>`)."""
+    status: pulumi.Output[k8s.helm.v3.outputs.ReleaseStatus]
+    """What Helm reports after the install or upgrade: `status`, `revision`, `version`, `app_version`."""
 
     def __init__(
         self, name: str, args: GpuOperatorReleaseArgs, opts: pulumi.ResourceOptions | None = None
@@ -38,20 +46,18 @@ class GpuOperatorRelease(pulumi.ComponentResource):
         self.mig_parted_config_name = mig_config.name if mig_config else None
 
         # The namespace is ours (the release would create it too late for the ConfigMaps it reads).
-        ns = KubeObject(
+        ns = k8s.core.v1.Namespace(
             f"{name}-namespace",
-            {
-                "apiVersion": "v1",
-                "kind": "Namespace",
-                "metadata": {
-                    "name": namespace,
+            k8s.core.v1.NamespaceInitArgs(
+                metadata=k8s.meta.v1.ObjectMetaArgs(
+                    name=namespace,
                     # The operands are privileged host agents (NVIDIA's install guide labels it so too).
-                    "labels": {
+                    labels={
                         kube_names.LABEL_MANAGED_BY: "pulumi",
                         "pod-security.kubernetes.io/enforce": "privileged",
                     },
-                },
-            },
+                )
+            ),
             opts=pulumi.ResourceOptions(parent=self),
         )
         in_namespace = pulumi.ResourceOptions(parent=self, depends_on=[ns])
@@ -69,24 +75,30 @@ class GpuOperatorRelease(pulumi.ComponentResource):
             config_maps.append(
                 self._config_map(f"{name}-mig-parted-config", mig_config, namespace, {}, in_namespace)
             )
-        release = HelmRelease(
+        release = k8s.helm.v3.Release(
             f"{name}-release",
-            name=gpu_operator.RELEASE_NAME,
-            chart=gpu_operator.CHART,
-            version=operator.chart_version,
-            repository=operator.chart_repository,
-            namespace=namespace,
-            values=gpu_operator.release_values(args.plan, operator, plugin_config, mig_config),
+            k8s.helm.v3.ReleaseArgs(
+                name=gpu_operator.RELEASE_NAME,
+                chart=gpu_operator.CHART,
+                version=operator.chart_version,
+                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=operator.chart_repository),
+                namespace=namespace,
+                values=gpu_operator.release_values(args.plan, operator, plugin_config, mig_config),
+            ),
             # The ClusterPolicy names the ConfigMaps: they exist before the release points at them, and a
             # replaced one is deleted only after the release has moved to its successor.
             opts=pulumi.ResourceOptions(parent=self, depends_on=[ns, *config_maps]),
         )
+        # Given explicitly, so the provider keeps it (it names only releases without one).
+        self.release_name = cast(pulumi.Output[str], release.name)
+        self.status = release.status
         self.register_outputs(
             {
                 "chartVersion": self.chart_version,
                 "devicePluginConfig": self.device_plugin_config_name,
                 "migPartedConfig": self.mig_parted_config_name,
-                "status": release.status,
+                "releaseName": self.release_name,
+                "status": self.status,
             }
         )
 
@@ -97,22 +109,19 @@ class GpuOperatorRelease(pulumi.ComponentResource):
         namespace: str,
         annotations: dict[str, str],
         opts: pulumi.ResourceOptions,
-    ) -> KubeObject:
-        metadata = {
-            "name": config_map.name,
-            "namespace": namespace,
-            "labels": {kube_names.LABEL_MANAGED_BY: "pulumi"},
-            **({"annotations": annotations} if annotations else {}),
-        }
-        return KubeObject(
+    ) -> k8s.core.v1.ConfigMap:
+        return k8s.core.v1.ConfigMap(
             resource_name,
-            {
-                "apiVersion": "v1",
-                "kind": "ConfigMap",
-                "metadata": metadata,
-                "data": config_map.data,
+            k8s.core.v1.ConfigMapInitArgs(
+                metadata=k8s.meta.v1.ObjectMetaArgs(
+                    name=config_map.name,
+                    namespace=namespace,
+                    labels={kube_names.LABEL_MANAGED_BY: "pulumi"},
+                    annotations=annotations or None,
+                ),
+                data=config_map.data,
                 # Named by its content: an edit in place would be a lie about the name.
-                "immutable": True,
-            },
+                immutable=True,
+            ),
             opts=opts,
         )

@@ -27,7 +27,11 @@ class GpuSharingClusterArgs:
 
 class GpuSharingCluster(pulumi.ComponentResource):
     plan: SharingPlan
+    """The sharing plan the stack's measurements give: every pool's replicas and slots."""
     capacity: dict[str, Any]
+    """The plan as the stack exports it (`capacity`): slots per pool, in all, and before sharing."""
+    node_pool_ids: dict[str, pulumi.Output[str]]
+    """Each TKE node pool's id, by pool name."""
 
     def __init__(
         self, name: str, args: GpuSharingClusterArgs, opts: pulumi.ResourceOptions | None = None
@@ -39,6 +43,7 @@ class GpuSharingCluster(pulumi.ComponentResource):
         self.capacity = capacity_json(self.plan)
         entries = plugin_config_entries(self.plan)
         child = pulumi.ResourceOptions(parent=self)
+        self.node_pool_ids = {}
 
         managed = plugin.managed_plugin
         opt_out = managed.action == "optOut"
@@ -58,7 +63,7 @@ class GpuSharingCluster(pulumi.ComponentResource):
                 script = partition.pre_start_script
             if plugin.mode == "helm" and not plugin.node_feature_discovery:
                 extra[kube_names.LABEL_GPU_PRESENT] = "true"
-            GpuNodePool(
+            self.node_pool_ids[pool.name] = GpuNodePool(
                 f"{name}-{pool.name}",
                 GpuNodePoolArgs(
                     cluster=stack.cluster,
@@ -71,7 +76,7 @@ class GpuSharingCluster(pulumi.ComponentResource):
                     device_enable=managed.device_enable_value,
                 ),
                 child,
-            )
+            ).node_pool_id
 
         adopted = (
             next((e for e in entries if e.key == managed.pool), None) if managed.action == "adopt" else None
@@ -86,7 +91,7 @@ class GpuSharingCluster(pulumi.ComponentResource):
                 handover.append(
                     ManagedDevicePlugin(
                         f"{name}-managed-plugin",
-                        ManagedDevicePluginArgs(managed, adopted),
+                        ManagedDevicePluginArgs(managed, adopted, config_map.config_map_name),
                         pulumi.ResourceOptions(parent=self, depends_on=[config_map]),
                     ).patch
                 )
@@ -122,5 +127,6 @@ class GpuSharingCluster(pulumi.ComponentResource):
                 "pools": self.capacity["pools"],
                 "totalSlots": self.capacity["totalSlots"],
                 "slotsBefore": self.capacity["slotsBefore"],
+                "nodePoolIds": self.node_pool_ids,
             }
         )

@@ -8,11 +8,10 @@ reconcile the DaemonSet back; `pulumi preview --refresh` then shows the drift an
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import pulumi
+import pulumi_kubernetes as k8s
 
-from components.provider_resources import KubeObject
 from gpushare import kube_names, plugin_pod
 from gpushare.plugin_configs import PluginConfigEntry
 from gpushare.stack_config import ManagedPlugin
@@ -26,39 +25,56 @@ class ManagedDevicePluginArgs:
     managed: ManagedPlugin
     # The adopted pool's config entry; None parks the DaemonSet.
     adopted: PluginConfigEntry | None = None
-    config_map_name: str = kube_names.CONFIG_MAP_NAME
+    config_map_name: pulumi.Input[str] = kube_names.CONFIG_MAP_NAME
 
 
-def _parked_spec() -> dict[str, Any]:
-    return {"template": {"spec": {"nodeSelector": {kube_names.LABEL_PARKED: kube_names.PARKED_VALUE}}}}
+def _parked_spec() -> k8s.apps.v1.DaemonSetSpecPatchArgs:
+    return k8s.apps.v1.DaemonSetSpecPatchArgs(
+        template=k8s.core.v1.PodTemplateSpecPatchArgs(
+            spec=k8s.core.v1.PodSpecPatchArgs(
+                node_selector={kube_names.LABEL_PARKED: kube_names.PARKED_VALUE}
+            )
+        )
+    )
 
 
-def _adopted_spec(entry: PluginConfigEntry, container: str, config_map: str) -> dict[str, Any]:
-    return {
-        "template": {
-            "metadata": {"annotations": {kube_names.ANNOTATION_CONFIG_SHA256: entry.sha256}},
-            "spec": {
-                "nodeSelector": plugin_pod.node_selector(entry.key),
-                "containers": [
-                    {
-                        "name": container,
-                        "args": plugin_pod.plugin_args(entry.key),
-                        "volumeMounts": [
-                            {"name": kube_names.CONFIG_VOLUME, "mountPath": kube_names.CONFIG_MOUNT_DIR}
+def _adopted_spec(
+    entry: PluginConfigEntry, container: str, config_map: pulumi.Input[str]
+) -> k8s.apps.v1.DaemonSetSpecPatchArgs:
+    return k8s.apps.v1.DaemonSetSpecPatchArgs(
+        template=k8s.core.v1.PodTemplateSpecPatchArgs(
+            metadata=k8s.meta.v1.ObjectMetaPatchArgs(
+                annotations={kube_names.ANNOTATION_CONFIG_SHA256: entry.sha256}
+            ),
+            spec=k8s.core.v1.PodSpecPatchArgs(
+                node_selector=plugin_pod.node_selector(entry.key),
+                containers=[
+                    k8s.core.v1.ContainerPatchArgs(
+                        name=container,
+                        args=plugin_pod.plugin_args(entry.key),
+                        volume_mounts=[
+                            k8s.core.v1.VolumeMountPatchArgs(
+                                name=kube_names.CONFIG_VOLUME, mount_path=kube_names.CONFIG_MOUNT_DIR
+                            )
                         ],
-                    }
+                    )
                 ],
-                "volumes": [{"name": kube_names.CONFIG_VOLUME, "configMap": {"name": config_map}}],
-            },
-        }
-    }
+                volumes=[
+                    k8s.core.v1.VolumePatchArgs(
+                        name=kube_names.CONFIG_VOLUME,
+                        config_map=k8s.core.v1.ConfigMapVolumeSourcePatchArgs(name=config_map),
+                    )
+                ],
+            ),
+        )
+    )
 
 
 class ManagedDevicePlugin(pulumi.ComponentResource):
     action: str
     # What the new device plugins must wait for: they serve the same kubelet socket, which the departing
     # plugin deletes when it stops.
-    patch: KubeObject
+    patch: k8s.apps.v1.DaemonSetPatch
 
     def __init__(
         self, name: str, args: ManagedDevicePluginArgs, opts: pulumi.ResourceOptions | None = None
@@ -71,19 +87,14 @@ class ManagedDevicePlugin(pulumi.ComponentResource):
             if args.adopted
             else _parked_spec()
         )
-        self.patch = KubeObject(
+        self.patch = k8s.apps.v1.DaemonSetPatch(
             f"{name}-patch",
-            {
-                "apiVersion": "apps/v1",
-                "kind": "DaemonSet",
-                "metadata": {
-                    "name": managed.name,
-                    "namespace": managed.namespace,
-                    "annotations": dict(PATCH_FORCE),
-                },
-                "spec": spec,
-            },
+            k8s.apps.v1.DaemonSetPatchArgs(
+                metadata=k8s.meta.v1.ObjectMetaPatchArgs(
+                    name=managed.name, namespace=managed.namespace, annotations=dict(PATCH_FORCE)
+                ),
+                spec=spec,
+            ),
             opts=pulumi.ResourceOptions(parent=self),
-            patch=True,
         )
         self.register_outputs({"action": self.action, "pool": args.adopted.key if args.adopted else None})

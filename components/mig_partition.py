@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pulumi
+import pulumi_kubernetes as k8s
 
-from components.provider_resources import KubeObject
 from gpushare import catalog, kube_names, mig_setup
 from gpushare.mig_geometry import fit_layout
 from gpushare.stack_config import Mig, Pool
@@ -34,25 +34,23 @@ class MigPartition(pulumi.ComponentResource):
         self.config_name = sharing.config_name
         self.strategy = sharing.strategy
         self.pre_start_script = mig_setup.pre_start_script(gpu, sharing.mig_layout, self.config_name)
-        KubeObject(
+        k8s.core.v1.ConfigMap(
             f"{name}-mig-parted",
-            {
-                "apiVersion": "v1",
-                "kind": "ConfigMap",
-                "metadata": {
-                    "name": f"{kube_names.MIG_PARTED_CONFIG_MAP_NAME}-{args.pool.name}",
-                    "namespace": args.namespace,
-                    "labels": {
+            k8s.core.v1.ConfigMapInitArgs(
+                metadata=k8s.meta.v1.ObjectMetaArgs(
+                    name=f"{kube_names.MIG_PARTED_CONFIG_MAP_NAME}-{args.pool.name}",
+                    namespace=args.namespace,
+                    labels={
                         kube_names.LABEL_MANAGED_BY: "pulumi",
                         kube_names.LABEL_POOL: args.pool.name,
                     },
-                },
-                "data": {
+                ),
+                data={
                     kube_names.MIG_PARTED_CONFIG_KEY: mig_setup.mig_parted_config_text(
                         sharing.mig_layout, self.config_name
                     )
                 },
-            },
+            ),
             opts=pulumi.ResourceOptions(parent=self),
         )
         self.register_outputs(

@@ -2,17 +2,60 @@
 
 from __future__ import annotations
 
+import os
+
 import pulumi
 import pulumi_kubernetes as k8s
 import tencentcloud_iac_pulumi as tencentcloud
 
-from components.provider_resources import tke_cluster_kubeconfig
 from gpushare.stack_config import PROJECT, StackConfig
+
+# Each credential of the TencentCloud provider: its stack config key (`tencentcloud:<key>`, secret) and the
+# environment variable the SDK itself falls back to.
+_CREDENTIALS = (
+    ("secret_id", "secretId", "TENCENTCLOUD_SECRET_ID"),
+    ("secret_key", "secretKey", "TENCENTCLOUD_SECRET_KEY"),
+    ("security_token", "securityToken", "TENCENTCLOUD_SECURITY_TOKEN"),
+)
+
+
+def _credential(config: pulumi.Config, key: str, variable: str) -> pulumi.Output[str] | None:
+    """A secret `tencentcloud:<key>`, else the environment variable, as a secret; None if neither is set.
+
+    An explicit provider gets none of the stack's `tencentcloud:` config (that reaches the default provider
+    only), and the SDK copies TENCENTCLOUD_SECRET_ID into the provider's inputs in plain text: the access
+    key id would land in the state unencrypted."""
+    configured = config.get_secret(key)
+    if configured is not None:
+        return configured
+    value = os.environ.get(variable)
+    return None if value is None else pulumi.Output.secret(value)
 
 
 def tencentcloud_provider(stack: StackConfig) -> tencentcloud.Provider:
-    # Credentials come from TENCENTCLOUD_SECRET_ID/KEY (or secret `tencentcloud:*` config), never from here.
-    return tencentcloud.Provider("tencentcloud", region=stack.region)
+    config = pulumi.Config("tencentcloud")
+    credentials = {name: _credential(config, key, variable) for name, key, variable in _CREDENTIALS}
+    return tencentcloud.Provider("tencentcloud", region=stack.region, **credentials)
+
+
+def tke_cluster_kubeconfig(cluster_id: str, provider: tencentcloud.Provider) -> pulumi.Output[str]:
+    """The TKE cluster's kubeconfig (`tencentcloud_kubernetes_clusters`' first `kube_config`), secret."""
+    clusters = tencentcloud.kubernetes.get_clusters_output(
+        cluster_id=cluster_id, opts=pulumi.InvokeOutputOptions(provider=provider)
+    )
+
+    def first_kubeconfig(found: list[tencentcloud.kubernetes.outputs.GetClustersListResult]) -> str:
+        kubeconfig = found[0].kube_config if found else None
+        if not kubeconfig:
+            # Without this the Kubernetes provider would fall back to the ambient kubeconfig: some other
+            # cluster, or none.
+            raise pulumi.RunError(
+                f"TKE cluster {cluster_id}: no kubeconfig from getClusters (is gpushare:cluster.id right, in "
+                "this region? does the cluster expose its API server?); or set a secret gpushare:kubeconfig"
+            )
+        return kubeconfig
+
+    return pulumi.Output.secret(clusters.lists.apply(first_kubeconfig))
 
 
 def kubernetes_provider(stack: StackConfig, cloud: tencentcloud.Provider) -> k8s.Provider:
@@ -26,6 +69,10 @@ def kubernetes_provider(stack: StackConfig, cloud: tencentcloud.Provider) -> k8s
     return k8s.Provider(
         "kubernetes",
         kubeconfig=kubeconfig,
+        # The kubeconfig changes without the cluster changing (public <-> intranet endpoint, rotated
+        # credentials); without an identifier the provider guesses from the kubeconfig whether it is
+        # replaced, and a replaced provider replaces every object it owns. Only another cluster replaces it.
+        cluster_identifier=stack.cluster.id,
         # Server-side apply is what lets the managed-plugin patch own only the fields it sets.
         enable_server_side_apply=True,
     )

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pulumi
+import pulumi_kubernetes as k8s
 
-from components.provider_resources import KubeObject
 from gpushare import kube_names
 from gpushare.plugin_configs import PluginConfigEntry
 
@@ -20,31 +20,28 @@ class TimeSlicingConfigArgs:
 
 
 class TimeSlicingConfig(pulumi.ComponentResource):
-    config_map_name: str
+    config_map_name: pulumi.Output[str]
+    """The ConfigMap's name as the cluster has it: what the plugin pods mount, and what wiring it into them
+    makes them wait for."""
     checksums: dict[str, str]
+    """sha256 of each key's config file, by key: what rolls a plugin's pods when its key changes."""
 
     def __init__(
         self, name: str, args: TimeSlicingConfigArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("gpushare:k8s:TimeSlicingConfig", name, None, opts)
-        self.config_map_name = args.name
         self.checksums = {e.key: e.sha256 for e in args.entries}
-        KubeObject(
+        config_map = k8s.core.v1.ConfigMap(
             f"{name}-configmap",
-            {
-                "apiVersion": "v1",
-                "kind": "ConfigMap",
-                "metadata": {
-                    "name": args.name,
-                    "namespace": args.namespace,
-                    "labels": {kube_names.LABEL_MANAGED_BY: "pulumi"},
-                    # Where every replica count came from, for reviewers and the policy pack.
-                    "annotations": {
-                        kube_names.tuning_annotation(e.key): e.provenance_json for e in args.entries
-                    },
-                },
-                "data": {e.key: e.text for e in args.entries},
-            },
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=args.name,
+                namespace=args.namespace,
+                labels={kube_names.LABEL_MANAGED_BY: "pulumi"},
+                # Where every replica count came from, for reviewers and the policy pack.
+                annotations={kube_names.tuning_annotation(e.key): e.provenance_json for e in args.entries},
+            ),
+            data={e.key: e.text for e in args.entries},
             opts=pulumi.ResourceOptions(parent=self),
         )
-        self.register_outputs({"name": args.name, "checksums": self.checksums})
+        self.config_map_name = config_map.metadata.name
+        self.register_outputs({"name": self.config_map_name, "checksums": self.checksums})

@@ -83,6 +83,14 @@ class RecordedResource:
     """True for `Resource.get(...)` reads (ReadResource) rather than registrations."""
     replace_on_changes: list[str] = field(default_factory=list)
     """Property paths whose change makes the engine plan a replacement (`replace_on_changes`)."""
+    version: str = ""
+    """The provider package's version the resource asks for (the typed SDK classes send their own); "" if
+    none. The engine uses it to pick or install the provider plugin."""
+    plugin_download_url: str = ""
+    """Where the engine may download that provider plugin from (`pluginDownloadURL`); "" if not given."""
+    aliases: list[dict[str, Any]] = field(default_factory=list)
+    """Former identities the engine matches against the state: `{"spec": {"type": ...}}` (alias specs) or
+    `{"urn": ...}`, as the request carries them."""
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The recording monitor: a `MockMonitor` (`RecordingMonitor`) that keeps every registration (type, name,
 engine-style URN, parent, provider reference, decoded wire inputs/outputs, dependencies, options, secret
-paths), every invoke and every `register_outputs` payload, and the engine side the SDK logs to
+paths, the provider version and download URL, aliases), every invoke and every `register_outputs` payload, and the engine side the SDK logs to
 (`RecordingEngine`).
 """
 
@@ -15,6 +15,7 @@ from typing import Any, Final
 
 import pulumi
 from google.protobuf import empty_pb2  # type: ignore[import-untyped]  # no stubs installed
+from google.protobuf.json_format import MessageToDict  # type: ignore[import-untyped]
 from pulumi.runtime.mocks import MockCallArgs, MockMonitor, MockResourceArgs
 from pulumi.runtime.proto import engine_pb2, provider_pb2, resource_pb2
 
@@ -120,6 +121,12 @@ class RecordingMonitor(MockMonitor):
                 secret_input_paths=secret_paths,
                 id=resource_id or None,
                 replace_on_changes=list(request.replaceOnChanges),
+                version=request.version,
+                plugin_download_url=request.pluginDownloadURL,
+                aliases=[
+                    *(MessageToDict(alias) for alias in request.aliases),
+                    *({"urn": urn} for urn in request.aliasURNs),
+                ],
             )
         )
         return response
@@ -156,6 +163,8 @@ class RecordingMonitor(MockMonitor):
             secret_input_paths=secret_paths,
             id=resource_id or request.id or None,
             external=True,
+            version=request.version,
+            plugin_download_url=request.pluginDownloadURL,
         )
         self._record(read)
         return resource_pb2.ReadResourceResponse(

@@ -21,6 +21,7 @@ from gpushare.plan import build_plan
 from gpushare.plugin_configs import PluginConfigEntry, plugin_config_entries
 from gpushare.stack_config import ManagedPlugin, StackConfig, load_stack_file
 from offline.mock_run import run_function
+from offline.program_mocks import program_mocks
 from offline.recorded import ProgramRun, RecordedResource
 
 
@@ -228,3 +229,98 @@ def test_mig_partition_refuses_a_non_mig_pool() -> None:
     pool = stack("prod").pool("l20")
     with pytest.raises(ValueError, match="not a MIG pool"):
         run(lambda: MigPartition("l20-mig", MigPartitionArgs(pool)))
+
+
+# ---------------------------------------------------------------------------------------------- outputs
+# What each component registers with `register_outputs`, the values under the echo mocks: a custom
+# resource's id is "<name>_id", its outputs are its inputs (offline/echo_mocks.py); a Helm release's status
+# is program_mocks()'s {"status": "deployed"}.
+
+
+def component_outputs(result: ProgramRun, component_type: str) -> dict[str, object]:
+    component, _ = children(result, component_type)
+    return result.component_outputs[component.urn]
+
+
+def test_gpu_node_pool_outputs_its_pool_id_and_labels() -> None:
+    prod = stack("prod")
+    outputs = component_outputs(
+        run(lambda: GpuNodePool("np", GpuNodePoolArgs(prod.cluster, prod.pool("t4"), {}))),
+        "gpushare:tke:GpuNodePool",
+    )
+    assert outputs["nodePoolId"] == "np-pool_id"
+    assert outputs["labels"] == {
+        "gpushare.io/gpu-model": "T4",
+        "gpushare.io/pool": "t4",
+        "nvidia-device-enable": "enable",
+        "nvidia.com/device-plugin.config": "t4",
+    }
+
+
+def test_time_slicing_config_outputs_the_config_maps_name_from_the_config_map() -> None:
+    found = entries("prod")
+    result = run(lambda: TimeSlicingConfig("ts", TimeSlicingConfigArgs(list(found.values()))))
+    outputs = component_outputs(result, "gpushare:k8s:TimeSlicingConfig")
+    assert outputs["name"] == "time-slicing-config"
+    assert outputs["checksums"] == {key: e.sha256 for key, e in found.items()}
+
+
+def test_the_config_maps_name_is_wired_into_the_workloads_that_mount_it() -> None:
+    """The DaemonSets and TKE's adopted DaemonSet wait for the ConfigMap through its name, not only
+    through the components' depends_on (which Pulumi does not pass on to their children)."""
+    found = entries("prod")
+    t4 = found["t4"]
+    managed = ManagedPlugin.model_validate({"action": "adopt", "pool": "t4"})
+
+    def body() -> None:
+        config = TimeSlicingConfig("ts", TimeSlicingConfigArgs(list(found.values())))
+        ManagedDevicePlugin("tke", ManagedDevicePluginArgs(managed, t4, config.config_map_name))
+        DevicePluginDaemonSets(
+            "dp",
+            DevicePluginDaemonSetsArgs([found["l20"]], "registry/plugin:v0.14.5", config.config_map_name),
+        )
+
+    result = run(body)
+    [config_map] = [r for r in result.resources if r.type == "kubernetes:core/v1:ConfigMap"]
+    for type_ in ("kubernetes:apps/v1:DaemonSetPatch", "kubernetes:apps/v1:DaemonSet"):
+        [workload] = [r for r in result.resources if r.type == type_]
+        assert workload.property_dependencies["spec"] == [config_map.urn], type_
+        volumes = workload.inputs["spec"]["template"]["spec"]["volumes"]
+        assert {"name": "time-slicing-config", "configMap": {"name": "time-slicing-config"}} in volumes
+
+
+def test_device_plugin_daemonsets_output_their_names() -> None:
+    found = entries("prod")
+    args = DevicePluginDaemonSetsArgs([found["l20"], found["t4"]], image="registry/plugin:v0.14.5")
+    outputs = component_outputs(
+        run(lambda: DevicePluginDaemonSets("dp", args)), "gpushare:k8s:DevicePluginDaemonSets"
+    )
+    assert outputs == {
+        "daemonsets": {
+            "l20": "nvidia-device-plugin-daemonset-l20",
+            "t4": "nvidia-device-plugin-daemonset-t4",
+        }
+    }
+
+
+def test_the_releases_output_their_names_and_status() -> None:
+    dev = stack("dev")
+    staging_plan = build_plan(stack("staging"))
+
+    def body() -> None:
+        DevicePluginRelease("dp", DevicePluginReleaseArgs(dev.plugin, plugin_config_entries(build_plan(dev))))
+        GpuOperatorRelease("op", GpuOperatorReleaseArgs(staging_plan, plugin_config_entries(staging_plan)))
+
+    result = run_function(body, project="gpushare", stack="test", mocks=program_mocks())
+    plugin = component_outputs(result, "gpushare:helm:DevicePluginRelease")
+    operator = component_outputs(result, "gpushare:helm:GpuOperatorRelease")
+    assert (plugin["releaseName"], plugin["status"], plugin["chartVersion"]) == (
+        "nvidia-device-plugin",
+        {"status": "deployed"},
+        "0.17.1",
+    )
+    assert (operator["releaseName"], operator["status"], operator["chartVersion"]) == (
+        "gpu-operator",
+        {"status": "deployed"},
+        "v26.7.0",
+    )

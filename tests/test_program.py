@@ -254,6 +254,16 @@ def test_prod_t4_is_served_by_the_adopted_tke_daemonset(prod: ProgramRun) -> Non
     }
 
 
+def test_prod_plugin_workloads_wait_for_the_config_map_they_mount(prod: ProgramRun) -> None:
+    """Both plugins mount time-slicing-config; the adopted TKE DaemonSet started before it exists would
+    fail its mount. Pulumi does not pass a component's depends_on to its children, so the wait comes from
+    the ConfigMap's name wired into each workload."""
+    config_map = only(prod, CONFIG_MAP, named("time-slicing-config"))
+    for workload in (only(prod, DAEMON_SET_PATCH), only(prod, DAEMON_SET)):
+        assert config_map.urn in workload.dependencies, workload.urn
+        assert workload.property_dependencies["spec"] == [config_map.urn], workload.urn
+
+
 def test_prod_node_pools_are_protected_and_labelled(prod: ProgramRun) -> None:
     pools = {r.inputs["name"]: r for r in prod.resources if r.type == NODE_POOL}
     assert set(pools) == {"gpushare-l20", "gpushare-t4"}

@@ -1,37 +1,36 @@
-"""The plain resources of components/provider_resources.py send the engine what the SDKs' typed classes send.
+"""What the engine receives for every resource the program registers: its type, inputs, secrets, provider
+`version` and `pluginDownloadURL`, aliases and provider reference, against the SDKs' typed classes.
 
-The program registers Kubernetes objects, Helm releases and TKE node pools without pulumi-kubernetes' and
-tencentcloud-iac-pulumi's typed classes (their imports cost more CPU than all of gpushare's own work). Here
-the typed classes are the oracle: every resource the real program registers is registered again through
-its typed class, with the same values under the typed class's Python names, and the two registrations
-must carry the same type, inputs and secrets. The typed class raises on an unknown top-level keyword and
-passes an unknown nested name through untranslated, so a misspelt multi-word name shows up as a
-difference; `undeclared_names` checks every TKE and Helm name, one-word names included, against the
-typed classes' declarations. Kubernetes objects' nested names are the render's strict schema check's job.
-What the typed classes add besides (aliases to retired API versions, `version`) is listed in
-components/provider_resources.py; that every resource has an explicit provider, which makes `version`
-moot, is checked here.
+The components register through pulumi-kubernetes' and tencentcloud-iac-pulumi's typed classes; the SDK is
+the oracle. Every resource a render records is registered again through its typed class, with the same
+values under the typed class's Python names, and the two registrations must be the same request: a
+component that overrode the version, dropped the aliases or sent a plain dict where the class would
+translate names shows up as a difference. The versions are held against requirements.txt's pins and the
+aliases against pulumi-kubernetes' own list, written down here; `undeclared_names` holds every TKE and
+Helm name, one-word names included, against the typed classes' declarations.
 """
 
 from __future__ import annotations
 
 import gc
+import importlib
+import inspect
+import pkgutil
 import re
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 import pytest
 import tencentcloud_iac_pulumi as tencentcloud
-from conftest import HELM_MIG, STACKS, stack_file
+from conftest import HELM_MIG, PROJECT_DIR, STACKS, stack_file
 
 from components.device_plugin_release import DevicePluginRelease, DevicePluginReleaseArgs
 from components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
 from components.gpu_operator_release import GpuOperatorRelease, GpuOperatorReleaseArgs
-from components.provider_resources import kube_type_token
-from components.providers import kubernetes_provider
+from components.providers import kubernetes_provider, tencentcloud_provider
 from gpushare import resource_types
 from gpushare.plan import build_plan
 from gpushare.plugin_configs import plugin_config_entries
@@ -150,7 +149,15 @@ def test_every_node_pool_and_kubernetes_object_is_what_its_typed_class_sends(
 
 
 def registration(resource: RecordedResource) -> tuple[object, ...]:
-    return (resource.type, resource.inputs, resource.additional_secret_outputs, resource.secret_input_paths)
+    return (
+        resource.type,
+        resource.inputs,
+        resource.additional_secret_outputs,
+        resource.secret_input_paths,
+        resource.version,
+        resource.plugin_download_url,
+        resource.aliases,
+    )
 
 
 def assert_same_as_typed(resource: RecordedResource) -> None:
@@ -179,8 +186,8 @@ def test_none_paths_finds_nested_nulls() -> None:
 def test_every_provider_resource_has_its_provider_explicitly(
     stack: str, rendered: dict[str, RenderResult]
 ) -> None:
-    """The plain resources carry no `version` (the typed classes did): the engine would use it only to
-    pick a default provider, so no gpushare resource may use a default provider."""
+    """A default provider would be configured from the stack's `tencentcloud:`/`kubernetes:` config and the
+    ambient kubeconfig, not from the cluster the stack names."""
     providers = {r.urn for r in rendered[stack].resources if r.type.startswith("pulumi:providers:")}
     custom = [r for r in rendered[stack].resources if r.custom and not r.type.startswith("pulumi:")]
     assert custom
@@ -273,47 +280,201 @@ def test_a_misspelt_property_name_is_caught_by_the_comparison() -> None:
         )
 
 
-def test_the_kubeconfig_lookup_is_the_invoke_the_typed_function_makes() -> None:
+def test_the_kubeconfig_is_looked_up_by_the_stacks_cluster_id_through_the_tke_provider() -> None:
     prod = load_stack_file(stack_file("prod"))
     assert not prod.has_kubeconfig  # prod reads the kubeconfig from TKE
 
-    def plain() -> None:
-        cloud = tencentcloud.Provider("tencentcloud", region=prod.region)
-        kubernetes_provider(prod, cloud)
+    def body() -> None:
+        kubernetes_provider(prod, tencentcloud.Provider("tencentcloud", region=prod.region))
 
-    def typed() -> None:
-        cloud = tencentcloud.Provider("tencentcloud", region=prod.region)
-        tencentcloud.kubernetes.get_clusters_output(
-            cluster_id=prod.cluster.id, opts=pulumi.InvokeOutputOptions(provider=cloud)
-        )
-
-    ours = run_function(plain, project="gpushare", stack="test", mocks=program_mocks())
-    theirs = run_function(typed, project="gpushare", stack="test", mocks=program_mocks())
-    assert ours.invokes == theirs.invokes == [(resource_types.GET_CLUSTERS, {"clusterId": "cls-prod0001"})]
-    [provider] = registered(ours, resource_types.KUBERNETES_PROVIDER)
-    assert registered(theirs, resource_types.KUBERNETES_PROVIDER) == []
+    run = run_function(body, project="gpushare", stack="test", mocks=program_mocks())
+    assert run.invokes == [(resource_types.GET_CLUSTERS, {"clusterId": "cls-prod0001"})]
+    [provider] = registered(run, resource_types.KUBERNETES_PROVIDER)
     # The first cluster's kubeConfig, as the mocks answer for cls-prod0001.
     assert "server: https://cls-prod0001.offline.invalid" in provider.inputs["kubeconfig"]
-    assert "kubeconfig" in provider.secret_input_paths
+    assert provider.secret_input_paths == ["kubeconfig"]
 
 
-@pytest.mark.parametrize(
-    ("api_version", "kind", "patch", "token"),
-    [
-        ("v1", "ConfigMap", False, resource_types.CONFIG_MAP),
-        ("v1", "Namespace", False, "kubernetes:core/v1:Namespace"),
-        ("apps/v1", "DaemonSet", False, resource_types.DAEMON_SET),
-        ("apps/v1", "DaemonSet", True, resource_types.DAEMON_SET_PATCH),
-        (
-            "rbac.authorization.k8s.io/v1",
-            "ClusterRole",
-            False,
-            "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole",
-        ),
-    ],
-)
-def test_kube_type_tokens(api_version: str, kind: str, patch: bool, token: str) -> None:
-    assert kube_type_token(api_version, kind, patch=patch) == token
+# requirements.txt pins each provider SDK; its typed classes ask the engine for that provider version.
+def pinned_version(distribution: str) -> str:
+    pins = dict(
+        line.split("==", 1)
+        for line in (PROJECT_DIR / "requirements.txt").read_text().splitlines()
+        if "==" in line
+    )
+    return pins[distribution].strip()
+
+
+# package -> (version, pluginDownloadURL); the URL is tencentcloud-iac-pulumi's pulumi-plugin.json `server`.
+PROVIDER_PLUGINS = {
+    "kubernetes": (pinned_version("pulumi-kubernetes"), ""),
+    "tencentcloud": (pinned_version("tencentcloud-iac-pulumi"), "github://api.github.com/tencentcloudstack"),
+}
+
+# pulumi-kubernetes' DaemonSet and DaemonSetPatch are also known under the API versions they were served
+# as before apps/v1: a state written by either still matches (pulumi_kubernetes/apps/v1/DaemonSet.py).
+DAEMONSET_ALIASES = {
+    kind: [
+        {"spec": {"parentUrn": "", "type": f"kubernetes:apps/v1beta2:{kind}"}},
+        {"spec": {"parentUrn": "", "type": f"kubernetes:extensions/v1beta1:{kind}"}},
+    ]
+    for kind in ("DaemonSet", "DaemonSetPatch")
+}
+
+
+def test_pinned_versions_are_read_from_requirements() -> None:
+    assert PROVIDER_PLUGINS["kubernetes"][0] == "4.34.2"
+    assert PROVIDER_PLUGINS["tencentcloud"][0] == "0.2.3"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_custom_resource_carries_its_providers_version_and_the_daemonsets_their_aliases(
+    stack: str, rendered: dict[str, RenderResult]
+) -> None:
+    """A plain `pulumi.CustomResource` under the same token sends neither: the engine could not tell
+    which provider plugin a state was written with, and a DaemonSet from an older API version would not
+    be matched."""
+    custom = [r for r in rendered[stack].resources if r.custom]
+    assert {r.type for r in custom} >= {
+        resource_types.KUBERNETES_PROVIDER,
+        resource_types.TENCENTCLOUD_PROVIDER,
+        resource_types.NODE_POOL,
+    }
+    for resource in custom:
+        package = resource.type.removeprefix("pulumi:providers:").split(":")[0]
+        assert (resource.version, resource.plugin_download_url) == PROVIDER_PLUGINS[package], resource.urn
+        kind = resource.type.rpartition(":")[2]
+        expected = DAEMONSET_ALIASES[kind] if resource.type.startswith("kubernetes:apps/v1:") else []
+        assert resource.aliases == expected, resource.urn
+    components = [r for r in rendered[stack].resources if not r.custom]
+    assert all((r.version, r.plugin_download_url, r.aliases) == ("", "", []) for r in components)
+
+
+def test_the_daemonsets_stack_registers_both_daemonset_kinds_with_aliases(
+    rendered: dict[str, RenderResult],
+) -> None:
+    """prod runs one DaemonSet per model and patches TKE's: the aliases above are held on both kinds."""
+    aliased = {r.type: r.aliases for r in rendered["prod"].resources if r.aliases}
+    assert aliased == {
+        resource_types.DAEMON_SET: DAEMONSET_ALIASES["DaemonSet"],
+        resource_types.DAEMON_SET_PATCH: DAEMONSET_ALIASES["DaemonSetPatch"],
+    }
+
+
+def test_no_component_module_defines_its_own_custom_resource() -> None:
+    """Every resource goes through the SDKs' typed classes; a `pulumi.CustomResource` of our own under a
+    provider's token would drop what they send (version, aliases, secret outputs)."""
+    import components
+
+    own = []
+    for module_info in pkgutil.iter_modules(components.__path__):
+        module = importlib.import_module(f"components.{module_info.name}")
+        own += [
+            f"{module.__name__}.{name}"
+            for name, value in vars(module).items()
+            if inspect.isclass(value)
+            and issubclass(value, pulumi.CustomResource)
+            and value.__module__ == module.__name__
+        ]
+    assert own == []
+
+
+@pytest.mark.parametrize("source", ["tke", "secret"])
+def test_the_kubernetes_provider_is_identified_by_the_stacks_cluster_id(source: str) -> None:
+    """Only another cluster replaces the provider (and with it every object it owns), not a changed
+    kubeconfig: from TKE's lookup or from the secret `gpushare:kubeconfig` alike."""
+    prod = load_stack_file(stack_file("prod"))
+    stack = prod.model_copy(update={"has_kubeconfig": source == "secret"})
+    kubeconfig = "apiVersion: v1\nkind: Config\n# the stack's own\n"
+
+    def body() -> None:
+        kubernetes_provider(stack, tencentcloud.Provider("tencentcloud", region=prod.region))
+
+    run = run_function(
+        body,
+        project="gpushare",
+        stack="test",
+        config={"kubeconfig": kubeconfig},
+        secret_keys=["kubeconfig"],
+        mocks=program_mocks(),
+    )
+    [provider] = registered(run, resource_types.KUBERNETES_PROVIDER)
+    assert provider.inputs["clusterIdentifier"] == "cls-prod0001"
+    assert "clusterIdentifier" not in provider.secret_input_paths
+    assert provider.secret_input_paths == ["kubeconfig"]
+    assert (provider.inputs["kubeconfig"] == kubeconfig) is (source == "secret")
+    assert [token for token, _ in run.invokes] == (
+        [] if source == "secret" else [resource_types.GET_CLUSTERS]
+    )
+
+
+CREDENTIAL_VARIABLES = {
+    "TENCENTCLOUD_SECRET_ID": "AKIDexample0000000000000000000000000",
+    "TENCENTCLOUD_SECRET_KEY": "example-secret-key",
+    "TENCENTCLOUD_SECURITY_TOKEN": "example-token",
+}
+
+
+def tencentcloud_registration(
+    body: Callable[[], object], config: Mapping[str, str] | None = None, secret_keys: Sequence[str] = ()
+) -> RecordedResource:
+    run = run_function(body, project="gpushare", stack="test", config=config, secret_keys=secret_keys)
+    [provider] = registered(run, resource_types.TENCENTCLOUD_PROVIDER)
+    return provider
+
+
+def test_the_sdk_alone_sends_the_secret_id_in_plain_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Why the program passes the credentials itself: the SDK wraps only the key and the token."""
+    for name, value in CREDENTIAL_VARIABLES.items():
+        monkeypatch.setenv(name, value)
+    provider = tencentcloud_registration(lambda: tencentcloud.Provider("tencentcloud", region="ap-singapore"))
+    assert provider.inputs["secretId"] == CREDENTIAL_VARIABLES["TENCENTCLOUD_SECRET_ID"]
+    assert provider.secret_input_paths == ["secretKey", "securityToken"]
+
+
+def test_the_credentials_from_the_environment_reach_the_engine_as_secrets(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name, value in CREDENTIAL_VARIABLES.items():
+        monkeypatch.setenv(name, value)
+    prod = load_stack_file(stack_file("prod"))
+    provider = tencentcloud_registration(lambda: tencentcloud_provider(prod))
+    assert provider.inputs == {
+        "region": "ap-singapore",
+        "secretId": CREDENTIAL_VARIABLES["TENCENTCLOUD_SECRET_ID"],
+        "secretKey": CREDENTIAL_VARIABLES["TENCENTCLOUD_SECRET_KEY"],
+        "securityToken": CREDENTIAL_VARIABLES["TENCENTCLOUD_SECURITY_TOKEN"],
+    }
+    assert provider.secret_input_paths == ["secretId", "secretKey", "securityToken"]
+
+
+def test_the_credentials_from_secret_config_reach_the_explicit_provider_as_secrets(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The engine configures only default providers from `tencentcloud:` config; the explicit one gets it
+    from the program. The config wins over the environment."""
+    for name, value in CREDENTIAL_VARIABLES.items():
+        monkeypatch.setenv(name, value)
+    prod = load_stack_file(stack_file("prod"))
+    config = {"tencentcloud:secretId": "AKIDfromconfig00000000000000000000000", "tencentcloud:secretKey": "k"}
+    provider = tencentcloud_registration(
+        lambda: tencentcloud_provider(prod), config, secret_keys=list(config)
+    )
+    assert provider.inputs == {
+        "region": "ap-singapore",
+        "secretId": "AKIDfromconfig00000000000000000000000",
+        "secretKey": "k",
+        "securityToken": CREDENTIAL_VARIABLES["TENCENTCLOUD_SECURITY_TOKEN"],
+    }
+    assert provider.secret_input_paths == ["secretId", "secretKey", "securityToken"]
+
+
+def test_without_credentials_the_provider_is_sent_only_its_region(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in CREDENTIAL_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    prod = load_stack_file(stack_file("prod"))
+    provider = tencentcloud_registration(lambda: tencentcloud_provider(prod))
+    assert (provider.inputs, provider.secret_input_paths) == ({"region": "ap-singapore"}, [])
 
 
 @pytest.mark.parametrize(

@@ -90,6 +90,8 @@ def test_every_stack_renders_consistent_files(rendered: dict[str, RenderResult],
     assert set(records[1]) == {
         *("type", "name", "urn", "parent", "custom", "provider", "protect", "dependencies", "inputs"),
         *("secretInputs", "replaceOnChanges", "deleteBeforeReplace"),
+        # What the typed SDK classes send besides the inputs (tests/test_provider_resources.py).
+        *("version", "pluginDownloadURL", "aliases"),
     }
     assert json.loads(read(result, "outputs.json")) == result.outputs
     assert json.loads(read(result, "capacity.json")) == result.outputs["capacity"]
