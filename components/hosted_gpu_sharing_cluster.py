@@ -24,7 +24,7 @@ from gpushare.errors import ConfigError
 from gpushare.stack_config import PROJECT, StackConfig, from_config_values
 
 
-class ClusterArgs(TypedDict):
+class Cluster(TypedDict):
     """The TKE cluster the GPU node pools join (the stack file's `gpushare:cluster`)."""
 
     id: pulumi.Input[str]
@@ -37,12 +37,11 @@ class ClusterArgs(TypedDict):
     """The cluster's Kubernetes minor version, like `1.30`."""
 
 
-class ManagedPluginArgs(TypedDict):
+class ManagedPlugin(TypedDict):
     """What to do with TKE's own `kube-system/nvidia-device-plugin-daemonset`."""
 
     action: NotRequired[pulumi.Input[str]]
-    """`park` (patch it onto no node), `adopt` (make it one pool's plugin) or `optOut` (label every GPU
-    pool `nvidia-device-enable=disable`, patch nothing). Default: park in daemonsets mode, else optOut."""
+    """`park` (patch it onto no node), `adopt` (one pool's plugin) or `optOut` (label pools, patch nothing)."""
     pool: NotRequired[pulumi.Input[str]]
     """With `adopt`: the pool whose plugin TKE's DaemonSet becomes."""
     name: NotRequired[pulumi.Input[str]]
@@ -53,7 +52,7 @@ class ManagedPluginArgs(TypedDict):
     """The plugin container's name in it (default `nvidia-device-plugin-ctr`; UNVERIFIED on TKE)."""
 
 
-class GpuOperatorArgs(TypedDict):
+class GpuOperator(TypedDict):
     """`devicePlugin.gpuOperator`: NVIDIA's GPU Operator on TKE (mode `gpu-operator` only)."""
 
     chartVersion: NotRequired[pulumi.Input[str]]
@@ -78,7 +77,7 @@ class GpuOperatorArgs(TypedDict):
     """Also set TKE's `gpu_args.mig_enable` on MIG pools (default false)."""
 
 
-class MeasurementArgs(TypedDict):
+class Measurement(TypedDict):
     """One measurement of the largest process's GPU memory (`nvidia-smi --query-compute-apps`)."""
 
     measuredMiB: pulumi.Input[int]
@@ -89,7 +88,7 @@ class MeasurementArgs(TypedDict):
     """Where the number came from, for reviewers."""
 
 
-class FallbackArgs(TypedDict):
+class Fallback(TypedDict):
     """Opt-in sharing for the fallback key `any` (nodes whose label names no pool), tuned for one GPU."""
 
     gpu: pulumi.Input[str]
@@ -102,12 +101,11 @@ class FallbackArgs(TypedDict):
     """Where the number came from."""
 
 
-class DevicePluginArgs(TypedDict):
+class DevicePlugin(TypedDict):
     """Which device plugin serves the pools, and how."""
 
     mode: NotRequired[pulumi.Input[str]]
-    """`daemonsets` (one DaemonSet per GPU model, the default), `helm` (NVIDIA's device-plugin chart) or
-    `gpu-operator` (NVIDIA's GPU Operator)."""
+    """`daemonsets` (a DaemonSet per GPU model, the default), `helm` (NVIDIA's chart) or `gpu-operator`."""
     version: NotRequired[pulumi.Input[str]]
     """The device-plugin version: `0.14.5`, `0.17.1` or `0.20.0` (not in mode gpu-operator)."""
     image: NotRequired[pulumi.Input[str]]
@@ -122,26 +120,26 @@ class DevicePluginArgs(TypedDict):
     """The cluster runs its own Node Feature Discovery."""
     migStrategy: NotRequired[pulumi.Input[str]]
     """The chart's top-level `migStrategy` (`none`, `single`, `mixed`); best left unset."""
-    managedPlugin: NotRequired[pulumi.Input[ManagedPluginArgs]]
+    managedPlugin: NotRequired[pulumi.Input[ManagedPlugin]]
     """What to do with TKE's own device-plugin DaemonSet."""
-    gpuOperator: NotRequired[pulumi.Input[GpuOperatorArgs]]
+    gpuOperator: NotRequired[pulumi.Input[GpuOperator]]
     """The GPU Operator's settings (mode gpu-operator only)."""
 
 
-class SharingArgs(TypedDict):
+class Sharing(TypedDict):
     """How GPUs are shared (the stack file's `gpushare:sharing`)."""
 
     utilizationCeiling: NotRequired[pulumi.Input[float]]
     """The share of GPU memory the replicas may plan to use, in (0, 1] (default 0.9)."""
     maxMeasurementAgeDays: NotRequired[pulumi.Input[int]]
     """How old a measurement may get before the policy pack calls it stale (default 180)."""
-    devicePlugin: NotRequired[pulumi.Input[DevicePluginArgs]]
+    devicePlugin: NotRequired[pulumi.Input[DevicePlugin]]
     """Which device plugin serves the pools."""
-    fallback: NotRequired[pulumi.Input[FallbackArgs]]
+    fallback: NotRequired[pulumi.Input[Fallback]]
     """Opt-in sharing for nodes whose label names no pool; without it they share nothing."""
 
 
-class NodesArgs(TypedDict):
+class Nodes(TypedDict):
     """The pool's size: min <= desired <= max."""
 
     min: pulumi.Input[int]
@@ -152,7 +150,7 @@ class NodesArgs(TypedDict):
     """The nodes the capacity plan counts."""
 
 
-class PoolSharingArgs(TypedDict):
+class PoolSharing(TypedDict):
     """How the pool's GPUs are shared: `mode` says which of the other keys apply."""
 
     mode: pulumi.Input[str]
@@ -167,11 +165,11 @@ class PoolSharingArgs(TypedDict):
     """mig: MIG profile -> instances per GPU, like `{"1g.12gb": 6, "1g.24gb": 1}`."""
     layoutName: NotRequired[pulumi.Input[str]]
     """mig: the layout's name (the `nvidia.com/mig.config` label value)."""
-    timeSlicing: NotRequired[pulumi.Input[MeasurementArgs]]
+    timeSlicing: NotRequired[pulumi.Input[Measurement]]
     """mig: time-slice every MIG instance, tuned from this measurement."""
 
 
-class TaintArgs(TypedDict):
+class Taint(TypedDict):
     """A node taint (TKE takes key, value and effect)."""
 
     key: NotRequired[pulumi.Input[str]]
@@ -182,7 +180,7 @@ class TaintArgs(TypedDict):
     """`NoSchedule`, `PreferNoSchedule` or `NoExecute`."""
 
 
-class SoftwareVersionArgs(TypedDict):
+class SoftwareVersion(TypedDict):
     """A `{name, version}` pair of TKE's `gpu_args`, as DescribeGPUInfo lists them."""
 
     name: pulumi.Input[str]
@@ -191,7 +189,7 @@ class SoftwareVersionArgs(TypedDict):
     """Its version."""
 
 
-class CudnnArgs(TypedDict):
+class Cudnn(TypedDict):
     """cuDNN for TKE's `gpu_args`."""
 
     name: pulumi.Input[str]
@@ -204,20 +202,20 @@ class CudnnArgs(TypedDict):
     """The dev package's name."""
 
 
-class GpuDriverArgs(TypedDict):
+class GpuDriver(TypedDict):
     """What TKE installs on the pool's nodes (`node_config.gpu_args`)."""
 
     name: pulumi.Input[str]
     """The driver's name."""
     version: pulumi.Input[str]
     """The driver's version (MIG pools need one that supports MIG)."""
-    cuda: NotRequired[pulumi.Input[SoftwareVersionArgs]]
+    cuda: NotRequired[pulumi.Input[SoftwareVersion]]
     """CUDA to install."""
-    cudnn: NotRequired[pulumi.Input[CudnnArgs]]
+    cudnn: NotRequired[pulumi.Input[Cudnn]]
     """cuDNN to install."""
 
 
-class PoolArgs(TypedDict):
+class Pool(TypedDict):
     """One TKE node pool of one GPU model (an item of the stack file's `gpushare:pools`)."""
 
     name: pulumi.Input[str]
@@ -228,9 +226,9 @@ class PoolArgs(TypedDict):
     """The TKE instance type, like `PNV5b.8XLARGE96`."""
     gpusPerNode: NotRequired[pulumi.Input[int]]
     """GPUs per node; required when the instance type is not in the catalog."""
-    nodes: pulumi.Input[NodesArgs]
+    nodes: pulumi.Input[Nodes]
     """The pool's size."""
-    sharing: pulumi.Input[PoolSharingArgs]
+    sharing: pulumi.Input[PoolSharing]
     """How the pool's GPUs are shared."""
     protect: NotRequired[pulumi.Input[bool]]
     """Protect this pool from deletion (default: `protectPools`)."""
@@ -240,28 +238,27 @@ class PoolArgs(TypedDict):
     """The node OS image (default `tlinux3.1x86_64`)."""
     labels: NotRequired[pulumi.Input[dict[str, pulumi.Input[str]]]]
     """Extra node labels (gpushare sets its own)."""
-    taints: NotRequired[pulumi.Input[list[pulumi.Input[TaintArgs]]]]
+    taints: NotRequired[pulumi.Input[list[pulumi.Input[Taint]]]]
     """Node taints."""
-    driver: NotRequired[pulumi.Input[GpuDriverArgs]]
+    driver: NotRequired[pulumi.Input[GpuDriver]]
     """The GPU driver (and CUDA, cuDNN) TKE installs."""
 
 
 class GpuSharingClusterArgs(TypedDict):
     """The stack file's `gpushare:` keys, as component inputs."""
 
-    cluster: pulumi.Input[ClusterArgs]
+    cluster: pulumi.Input[Cluster]
     """The TKE cluster the GPU node pools join."""
-    sharing: NotRequired[pulumi.Input[SharingArgs]]
+    sharing: NotRequired[pulumi.Input[Sharing]]
     """How GPUs are shared: the utilization ceiling, the device plugin, the fallback."""
-    pools: pulumi.Input[list[pulumi.Input[PoolArgs]]]
+    pools: pulumi.Input[list[pulumi.Input[Pool]]]
     """The GPU node pools (at least one)."""
     protectPools: NotRequired[pulumi.Input[bool]]
     """Protect every node pool from deletion, in Pulumi and in TKE (default false)."""
 
 
 class GpuSharingCluster(pulumi.ComponentResource):
-    """GPU sharing on one TKE cluster: GPU node pools, time-slicing or MIG with replicas derived from
-    measured GPU memory, and the device plugin that serves them."""
+    """GPU sharing on one TKE cluster: GPU node pools, time-slicing or MIG tuned from measurements, plugins."""
 
     capacity: pulumi.Output[dict[str, Any]]
     """The capacity plan (`gpushare plan --json`): per pool its GPUs, replicas and slots, and the totals."""
