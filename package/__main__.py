@@ -6,17 +6,20 @@ the repository (components/, gpushare/); only GpuSharingCluster is public, its s
 """
 
 import sys
+import tomllib
 from pathlib import Path
-
-# The repository root, where `components` and `gpushare` live (the package is a folder of the repository).
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from pulumi.provider.experimental import component_provider_host
 
-from components.hosted_gpu_sharing_cluster import GpuSharingCluster
+# The repository root, where `components` and `gpushare` live (the package is a folder of the repository).
+REPOSITORY = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPOSITORY))
+
+from components.hosted_gpu_sharing_cluster import GpuSharingCluster  # noqa: E402 (needs the path above)
 
 PACKAGE = "gpushare"
-VERSION = "0.1.0"
+# gpushare's one version (pyproject.toml): the schema's, and what the generated SDKs are published as.
+VERSION = tomllib.loads((REPOSITORY / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
 
 if __name__ == "__main__":
     component_provider_host([GpuSharingCluster], name=PACKAGE, version=VERSION)

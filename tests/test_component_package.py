@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
@@ -21,6 +22,7 @@ from gpushare.errors import ConfigError
 from offline import wire
 from offline.component_host import ComponentProvider, serve_monitor, start_component_provider
 from offline.mock_run import run_function, run_program
+from offline.policy_model import PolicyPackStartError
 from offline.program_mocks import program_mocks
 from offline.recorded import ProgramRun, RecordedResource, is_unknown
 from offline.recording_monitor import RecordingMonitor
@@ -130,7 +132,8 @@ def _is_typed(prop: dict[str, Any]) -> bool:
 
 def test_the_schema_has_the_one_public_component_under_the_index_token(schema: dict[str, Any]) -> None:
     assert schema["name"] == "gpushare"
-    assert schema["version"] == "0.1.0"
+    pyproject = tomllib.loads((PROJECT_DIR / "pyproject.toml").read_text())
+    assert schema["version"] == pyproject["project"]["version"] == "0.1.0"
     # The subcomponents (node pools, ConfigMap, plugins, releases) stay internal.
     assert list(schema["resources"]) == [TOKEN]
     assert schema["resources"][TOKEN]["isComponent"] is True
@@ -433,3 +436,11 @@ def test_the_hosted_component_in_a_python_program_registers_what_the_standalone_
     urn = _component(hosted).urn
     assert descendants(hosted, urn) == descendants(standalone_run("prod"), urn)
     assert hosted.stack_outputs["totalSlots"] == 11
+
+
+def test_a_package_directory_that_cannot_start_fails_with_the_processes_own_words(tmp_path: Path) -> None:
+    # No __main__.py: Python exits (status 1) before printing a port, and the error says what it said.
+    with pytest.raises(PolicyPackStartError) as caught, start_component_provider(tmp_path):
+        pass
+    assert caught.value.message.endswith(": exit status 1")
+    assert "can't find '__main__' module" in caught.value.stderr
