@@ -444,3 +444,30 @@ def test_a_package_directory_that_cannot_start_fails_with_the_processes_own_word
         pass
     assert caught.value.message.endswith(": exit status 1")
     assert "can't find '__main__' module" in caught.value.stderr
+
+
+def test_the_docs_example_is_valid_and_gives_the_seeds_t4_slots(provider: ComponentProvider) -> None:
+    # docs/component-package.md's TypeScript example, as its SDK sends it.
+    example = {
+        "cluster": {
+            "id": "cls-prod0001",
+            "vpcId": "vpc-prod0001",
+            "subnetIds": ["subnet-prod0001"],
+            "kubernetesVersion": "1.30",
+        },
+        "pools": [
+            {
+                "name": "t4",
+                "gpu": "T4",
+                "instanceType": "GN7.2XLARGE32",
+                "nodes": {"min": 1, "max": 1, "desired": 1},
+                "sharing": {"mode": "time-slicing", "measuredMiB": 4401, "measuredAt": "2025-06-01"},
+            }
+        ],
+    }
+    state, hosted = construct(provider, example)
+    # floor(0.9 x 15360 / 4401) = 3 on the one T4.
+    assert (state["totalSlots"], state["slotsBefore"]) == (3, 1)
+    assert [r.name for r in hosted.resources if r.type == "tencentcloud:Kubernetes/nodePool:NodePool"] == [
+        "gpushare-t4-pool"
+    ]
