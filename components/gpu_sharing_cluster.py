@@ -8,21 +8,36 @@ from typing import Any
 import pulumi
 
 from components.device_plugin_daemonsets import DevicePluginDaemonSets, DevicePluginDaemonSetsArgs
+from components.device_plugin_release import CHART as DEVICE_PLUGIN_RELEASE
 from components.device_plugin_release import DevicePluginRelease, DevicePluginReleaseArgs
 from components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
 from components.gpu_operator_release import GpuOperatorRelease, GpuOperatorReleaseArgs
 from components.managed_device_plugin import ManagedDevicePlugin, ManagedDevicePluginArgs
 from components.mig_partition import MigPartition, MigPartitionArgs
 from components.time_slicing_config import TimeSlicingConfig, TimeSlicingConfigArgs
-from gpushare import kube_names
+from gpushare import gpu_operator, kube_names
 from gpushare.plan import FALLBACK_KEY, SharingPlan, build_plan, capacity_json
 from gpushare.plugin_configs import plugin_config_entries
 from gpushare.stack_config import Mig, StackConfig
+
+TYPE_TOKEN = "gpushare:index:GpuSharingCluster"
 
 
 @dataclass(frozen=True)
 class GpuSharingClusterArgs:
     stack: StackConfig
+
+
+@dataclass(frozen=True)
+class Composition:
+    """What `GpuSharingCluster.compose` built: the plan and the handles a component's outputs are made of."""
+
+    plan: SharingPlan
+    capacity: dict[str, Any]
+    node_pool_ids: dict[str, pulumi.Output[str]]
+    # The ConfigMap the device plugin reads; None in helm mode, where the chart names its own.
+    config_map_name: pulumi.Input[str] | None
+    helm_release_names: list[str]
 
 
 class GpuSharingCluster(pulumi.ComponentResource):
@@ -36,14 +51,32 @@ class GpuSharingCluster(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: GpuSharingClusterArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        super().__init__("gpushare:index:GpuSharingCluster", name, None, opts)
-        stack = args.stack
+        super().__init__(TYPE_TOKEN, name, None, opts)
+        composition = self.compose(self, name, args.stack)
+        self.plan = composition.plan
+        self.capacity = composition.capacity
+        self.node_pool_ids = composition.node_pool_ids
+        self.register_outputs(
+            {
+                "pools": self.capacity["pools"],
+                "totalSlots": self.capacity["totalSlots"],
+                "slotsBefore": self.capacity["slotsBefore"],
+                "nodePoolIds": self.node_pool_ids,
+            }
+        )
+
+    @staticmethod
+    def compose(cluster: pulumi.ComponentResource, name: str, stack: StackConfig) -> Composition:
+        """Every child of one GPU-sharing cluster, under `cluster` and named after `name`. The hosted
+        package's component (components/hosted_gpu_sharing_cluster.py) builds its children here too, so
+        both register the same resources."""
         plugin = stack.plugin
-        self.plan = build_plan(stack)
-        self.capacity = capacity_json(self.plan)
-        entries = plugin_config_entries(self.plan)
-        child = pulumi.ResourceOptions(parent=self)
-        self.node_pool_ids = {}
+        plan = build_plan(stack)
+        entries = plugin_config_entries(plan)
+        child = pulumi.ResourceOptions(parent=cluster)
+        node_pool_ids: dict[str, pulumi.Output[str]] = {}
+        config_map_name: str | None = None
+        helm_release_names: list[str] = []
 
         managed = plugin.managed_plugin
         opt_out = managed.action == "optOut"
@@ -63,7 +96,7 @@ class GpuSharingCluster(pulumi.ComponentResource):
                 script = partition.pre_start_script
             if plugin.mode == "helm" and not plugin.node_feature_discovery:
                 extra[kube_names.LABEL_GPU_PRESENT] = "true"
-            self.node_pool_ids[pool.name] = GpuNodePool(
+            node_pool = GpuNodePool(
                 f"{name}-{pool.name}",
                 GpuNodePoolArgs(
                     cluster=stack.cluster,
@@ -76,7 +109,8 @@ class GpuSharingCluster(pulumi.ComponentResource):
                     device_enable=managed.device_enable_value,
                 ),
                 child,
-            ).node_pool_id
+            )
+            node_pool_ids[pool.name] = node_pool.node_pool_id
 
         adopted = (
             next((e for e in entries if e.key == managed.pool), None) if managed.action == "adopt" else None
@@ -87,12 +121,13 @@ class GpuSharingCluster(pulumi.ComponentResource):
         handover: list[pulumi.Resource] = []
         if plugin.mode == "daemonsets":
             config_map = TimeSlicingConfig(f"{name}-config", TimeSlicingConfigArgs(entries), child)
+            config_map_name = config_map.config_map_name
             if not opt_out:
                 handover.append(
                     ManagedDevicePlugin(
                         f"{name}-managed-plugin",
                         ManagedDevicePluginArgs(managed, adopted, config_map.config_map_name),
-                        pulumi.ResourceOptions(parent=self, depends_on=[config_map]),
+                        pulumi.ResourceOptions(parent=cluster, depends_on=[config_map]),
                     ).patch
                 )
             DevicePluginDaemonSets(
@@ -103,7 +138,7 @@ class GpuSharingCluster(pulumi.ComponentResource):
                     config_map_name=config_map.config_map_name,
                     select_tke_switch=not opt_out,
                 ),
-                pulumi.ResourceOptions(parent=self, depends_on=[config_map, *handover]),
+                pulumi.ResourceOptions(parent=cluster, depends_on=[config_map, *handover]),
             )
         else:
             if not opt_out:
@@ -112,21 +147,22 @@ class GpuSharingCluster(pulumi.ComponentResource):
                         f"{name}-managed-plugin", ManagedDevicePluginArgs(managed), child
                     ).patch
                 )
-            after_handover = pulumi.ResourceOptions(parent=self, depends_on=handover)
+            after_handover = pulumi.ResourceOptions(parent=cluster, depends_on=handover)
             if plugin.mode == "helm":
                 DevicePluginRelease(
                     f"{name}-device-plugin", DevicePluginReleaseArgs(plugin, entries), after_handover
                 )
+                helm_release_names.append(DEVICE_PLUGIN_RELEASE)
             else:
-                GpuOperatorRelease(
-                    f"{name}-gpu-operator", GpuOperatorReleaseArgs(self.plan, entries), after_handover
+                operator = GpuOperatorRelease(
+                    f"{name}-gpu-operator", GpuOperatorReleaseArgs(plan, entries), after_handover
                 )
-
-        self.register_outputs(
-            {
-                "pools": self.capacity["pools"],
-                "totalSlots": self.capacity["totalSlots"],
-                "slotsBefore": self.capacity["slotsBefore"],
-                "nodePoolIds": self.node_pool_ids,
-            }
+                config_map_name = operator.device_plugin_config_name
+                helm_release_names.append(gpu_operator.RELEASE_NAME)
+        return Composition(
+            plan=plan,
+            capacity=capacity_json(plan),
+            node_pool_ids=node_pool_ids,
+            config_map_name=config_map_name,
+            helm_release_names=helm_release_names,
         )

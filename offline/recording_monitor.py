@@ -10,7 +10,7 @@ import copy
 import dataclasses
 import logging
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 import pulumi
@@ -65,6 +65,16 @@ class RecordingMonitor(MockMonitor):
             self.resources[resource.urn] = MockMonitor.ResourceRegistration(
                 resource.urn, resource.id or "", resource.outputs
             )
+
+    def know(self, resources: Iterable[RecordedResource]) -> None:
+        """Resources the engine already holds, such as the providers of the program whose remote component
+        is being constructed: `getResource` finds them, yet they are not this run's registrations."""
+        with self._lock:
+            for resource in resources:
+                self._by_urn[resource.urn] = resource
+                self.resources[resource.urn] = MockMonitor.ResourceRegistration(
+                    resource.urn, resource.id or "", resource.outputs
+                )
 
     def RegisterResource(self, request: resource_pb2.RegisterResourceRequest) -> Any:
         urn = self.make_urn(request.parent, request.type, request.name)

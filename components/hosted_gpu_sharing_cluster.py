@@ -1,0 +1,346 @@
+"""GpuSharingCluster as the component package hosts it (package/): typed `pulumi.Input` args, documented outputs.
+
+Other programs, in any language, create it through the generated SDK (`pulumi package add`, see
+docs/component-package.md). The args mirror the stack file's keys (`cluster`, `sharing`, `pools`,
+`protectPools`) in the stack file's own spelling, and are validated into the same frozen `StackConfig`
+the stack loader builds, by the same function (`from_config_values`): a bad value fails with the same
+key path and message. The children are built by the standalone component's `compose`, so both register
+the same resources under the same token.
+
+Pulumi's schema analyzer reads this module's annotations at run time: it must not use
+`from __future__ import annotations`, and every type below is one the analyzer accepts (TypedDicts of
+`pulumi.Input`s, lists, `dict[str, ...]`; no tuples, unions or `Mapping[str, object]`). The attribute
+docstrings become the schema's descriptions.
+"""
+
+import re
+from typing import Any, NotRequired, TypedDict, cast
+
+import pulumi
+
+from components.gpu_sharing_cluster import TYPE_TOKEN, Composition
+from components.gpu_sharing_cluster import GpuSharingCluster as StandaloneGpuSharingCluster
+from gpushare.errors import ConfigError
+from gpushare.stack_config import PROJECT, StackConfig, from_config_values
+
+
+class Cluster(TypedDict):
+    """The TKE cluster the GPU node pools join (the stack file's `gpushare:cluster`)."""
+
+    id: pulumi.Input[str]
+    """The TKE cluster id, `cls-...`; may be another resource's output."""
+    vpcId: pulumi.Input[str]
+    """The cluster's VPC, `vpc-...`."""
+    subnetIds: pulumi.Input[list[pulumi.Input[str]]]
+    """The subnets the node pools' instances are placed in, `subnet-...` (at least one)."""
+    kubernetesVersion: pulumi.Input[str]
+    """The cluster's Kubernetes minor version, like `1.30`."""
+
+
+class ManagedPlugin(TypedDict):
+    """What to do with TKE's own `kube-system/nvidia-device-plugin-daemonset`."""
+
+    action: NotRequired[pulumi.Input[str]]
+    """`park` (patch it onto no node), `adopt` (one pool's plugin) or `optOut` (label pools, patch nothing)."""
+    pool: NotRequired[pulumi.Input[str]]
+    """With `adopt`: the pool whose plugin TKE's DaemonSet becomes."""
+    name: NotRequired[pulumi.Input[str]]
+    """The DaemonSet's name (default `nvidia-device-plugin-daemonset`)."""
+    namespace: NotRequired[pulumi.Input[str]]
+    """The DaemonSet's namespace (default `kube-system`)."""
+    containerName: NotRequired[pulumi.Input[str]]
+    """The plugin container's name in it (default `nvidia-device-plugin-ctr`; UNVERIFIED on TKE)."""
+
+
+class GpuOperator(TypedDict):
+    """`devicePlugin.gpuOperator`: NVIDIA's GPU Operator on TKE (mode `gpu-operator` only)."""
+
+    chartVersion: NotRequired[pulumi.Input[str]]
+    """The pinned GPU Operator chart version (`v26.7.0`)."""
+    chartRepository: NotRequired[pulumi.Input[str]]
+    """The chart repository (default NVIDIA's NGC repository)."""
+    namespace: NotRequired[pulumi.Input[str]]
+    """The operator's namespace (default `gpu-operator`)."""
+    runtimeClass: NotRequired[pulumi.Input[str]]
+    """The RuntimeClass the operands run under (default `runc`; INFERRED for TKE nodes)."""
+    driverEnabled: NotRequired[pulumi.Input[bool]]
+    """Let the operator install the driver (default false: TKE installs it)."""
+    toolkitEnabled: NotRequired[pulumi.Input[bool]]
+    """Let the operator install the container toolkit (default false)."""
+    cdiEnabled: NotRequired[pulumi.Input[bool]]
+    """Turn on CDI (default false: containerd 1.6 on TKE)."""
+    prometheusOperator: NotRequired[pulumi.Input[bool]]
+    """The cluster runs the Prometheus Operator: the DCGM exporter gets a ServiceMonitor."""
+    migManagerWithReboot: NotRequired[pulumi.Input[bool]]
+    """Let the MIG manager reboot a node to change MIG mode (default true: cloud VMs need it)."""
+    tkeMigEnable: NotRequired[pulumi.Input[bool]]
+    """Also set TKE's `gpu_args.mig_enable` on MIG pools (default false)."""
+
+
+class Measurement(TypedDict):
+    """One measurement of the largest process's GPU memory (`nvidia-smi --query-compute-apps`)."""
+
+    measuredMiB: pulumi.Input[int]
+    """The largest process's GPU memory in MiB; the replicas are derived from it, never typed."""
+    measuredAt: NotRequired[pulumi.Input[str]]
+    """When it was measured (ISO 8601 date); the policy pack flags stale measurements."""
+    source: NotRequired[pulumi.Input[str]]
+    """Where the number came from, for reviewers."""
+
+
+class Fallback(TypedDict):
+    """Opt-in sharing for the fallback key `any` (nodes whose label names no pool), tuned for one GPU."""
+
+    gpu: pulumi.Input[str]
+    """The catalog GPU the fallback is tuned for (`T4`, `L20`, `H20`, ...)."""
+    measuredMiB: pulumi.Input[int]
+    """The largest process's GPU memory in MiB."""
+    measuredAt: NotRequired[pulumi.Input[str]]
+    """When it was measured (ISO 8601 date)."""
+    source: NotRequired[pulumi.Input[str]]
+    """Where the number came from."""
+
+
+class DevicePlugin(TypedDict):
+    """Which device plugin serves the pools, and how."""
+
+    mode: NotRequired[pulumi.Input[str]]
+    """`daemonsets` (a DaemonSet per GPU model, the default), `helm` (NVIDIA's chart) or `gpu-operator`."""
+    version: NotRequired[pulumi.Input[str]]
+    """The device-plugin version: `0.14.5`, `0.17.1` or `0.20.0` (not in mode gpu-operator)."""
+    image: NotRequired[pulumi.Input[str]]
+    """The plugin image reference (default TKE's v0.14.5 image in daemonsets mode, else NVIDIA's)."""
+    chartRepository: NotRequired[pulumi.Input[str]]
+    """The device-plugin chart repository (mode helm)."""
+    namespace: NotRequired[pulumi.Input[str]]
+    """The device-plugin chart's namespace (mode helm; default `nvidia-device-plugin`)."""
+    gfdEnabled: NotRequired[pulumi.Input[bool]]
+    """Run GPU Feature Discovery with the chart (mode helm)."""
+    nfdPresent: NotRequired[pulumi.Input[bool]]
+    """The cluster runs its own Node Feature Discovery."""
+    migStrategy: NotRequired[pulumi.Input[str]]
+    """The chart's top-level `migStrategy` (`none`, `single`, `mixed`); best left unset."""
+    managedPlugin: NotRequired[pulumi.Input[ManagedPlugin]]
+    """What to do with TKE's own device-plugin DaemonSet."""
+    gpuOperator: NotRequired[pulumi.Input[GpuOperator]]
+    """The GPU Operator's settings (mode gpu-operator only)."""
+
+
+class Sharing(TypedDict):
+    """How GPUs are shared (the stack file's `gpushare:sharing`)."""
+
+    utilizationCeiling: NotRequired[pulumi.Input[float]]
+    """The share of GPU memory the replicas may plan to use, in (0, 1] (default 0.9)."""
+    maxMeasurementAgeDays: NotRequired[pulumi.Input[int]]
+    """How old a measurement may get before the policy pack calls it stale (default 180)."""
+    devicePlugin: NotRequired[pulumi.Input[DevicePlugin]]
+    """Which device plugin serves the pools."""
+    fallback: NotRequired[pulumi.Input[Fallback]]
+    """Opt-in sharing for nodes whose label names no pool; without it they share nothing."""
+
+
+class Nodes(TypedDict):
+    """The pool's size: min <= desired <= max."""
+
+    min: pulumi.Input[int]
+    """The fewest nodes."""
+    max: pulumi.Input[int]
+    """The most nodes (autoscaling is on when it differs from min)."""
+    desired: pulumi.Input[int]
+    """The nodes the capacity plan counts."""
+
+
+class PoolSharing(TypedDict):
+    """How the pool's GPUs are shared: `mode` says which of the other keys apply."""
+
+    mode: pulumi.Input[str]
+    """`time-slicing`, `mig` or `exclusive`."""
+    measuredMiB: NotRequired[pulumi.Input[int]]
+    """time-slicing: the largest process's GPU memory in MiB."""
+    measuredAt: NotRequired[pulumi.Input[str]]
+    """time-slicing: when it was measured (ISO 8601 date)."""
+    source: NotRequired[pulumi.Input[str]]
+    """time-slicing: where the number came from."""
+    migLayout: NotRequired[pulumi.Input[dict[str, pulumi.Input[int]]]]
+    """mig: MIG profile -> instances per GPU, like `{"1g.12gb": 6, "1g.24gb": 1}`."""
+    layoutName: NotRequired[pulumi.Input[str]]
+    """mig: the layout's name (the `nvidia.com/mig.config` label value)."""
+    timeSlicing: NotRequired[pulumi.Input[Measurement]]
+    """mig: time-slice every MIG instance, tuned from this measurement."""
+
+
+class Taint(TypedDict):
+    """A node taint (TKE takes key, value and effect)."""
+
+    key: NotRequired[pulumi.Input[str]]
+    """The taint's key."""
+    value: NotRequired[pulumi.Input[str]]
+    """The taint's value (may be empty)."""
+    effect: NotRequired[pulumi.Input[str]]
+    """`NoSchedule`, `PreferNoSchedule` or `NoExecute`."""
+
+
+class SoftwareVersion(TypedDict):
+    """A `{name, version}` pair of TKE's `gpu_args`, as DescribeGPUInfo lists them."""
+
+    name: pulumi.Input[str]
+    """The software's name."""
+    version: pulumi.Input[str]
+    """Its version."""
+
+
+class Cudnn(TypedDict):
+    """cuDNN for TKE's `gpu_args`."""
+
+    name: pulumi.Input[str]
+    """cuDNN's name."""
+    version: pulumi.Input[str]
+    """Its version."""
+    docName: NotRequired[pulumi.Input[str]]
+    """The doc package's name."""
+    devName: NotRequired[pulumi.Input[str]]
+    """The dev package's name."""
+
+
+class GpuDriver(TypedDict):
+    """What TKE installs on the pool's nodes (`node_config.gpu_args`)."""
+
+    name: pulumi.Input[str]
+    """The driver's name."""
+    version: pulumi.Input[str]
+    """The driver's version (MIG pools need one that supports MIG)."""
+    cuda: NotRequired[pulumi.Input[SoftwareVersion]]
+    """CUDA to install."""
+    cudnn: NotRequired[pulumi.Input[Cudnn]]
+    """cuDNN to install."""
+
+
+class Pool(TypedDict):
+    """One TKE node pool of one GPU model (an item of the stack file's `gpushare:pools`)."""
+
+    name: pulumi.Input[str]
+    """The pool's name: a lowercase RFC 1123 label, not `any` (it becomes a label value and config key)."""
+    gpu: pulumi.Input[str]
+    """The catalog GPU model (`L20`, `T4`, `H20`, ...)."""
+    instanceType: pulumi.Input[str]
+    """The TKE instance type, like `PNV5b.8XLARGE96`."""
+    gpusPerNode: NotRequired[pulumi.Input[int]]
+    """GPUs per node; required when the instance type is not in the catalog."""
+    nodes: pulumi.Input[Nodes]
+    """The pool's size."""
+    sharing: pulumi.Input[PoolSharing]
+    """How the pool's GPUs are shared."""
+    protect: NotRequired[pulumi.Input[bool]]
+    """Protect this pool from deletion (default: `protectPools`)."""
+    deleteBeforeReplace: NotRequired[pulumi.Input[bool]]
+    """Delete the old TKE pool before creating its replacement (default false)."""
+    nodeOs: NotRequired[pulumi.Input[str]]
+    """The node OS image (default `tlinux3.1x86_64`)."""
+    labels: NotRequired[pulumi.Input[dict[str, pulumi.Input[str]]]]
+    """Extra node labels (gpushare sets its own)."""
+    taints: NotRequired[pulumi.Input[list[pulumi.Input[Taint]]]]
+    """Node taints."""
+    driver: NotRequired[pulumi.Input[GpuDriver]]
+    """The GPU driver (and CUDA, cuDNN) TKE installs."""
+
+
+class GpuSharingClusterArgs(TypedDict):
+    """The stack file's `gpushare:` keys, as component inputs."""
+
+    cluster: pulumi.Input[Cluster]
+    """The TKE cluster the GPU node pools join."""
+    sharing: NotRequired[pulumi.Input[Sharing]]
+    """How GPUs are shared: the utilization ceiling, the device plugin, the fallback."""
+    pools: pulumi.Input[list[pulumi.Input[Pool]]]
+    """The GPU node pools (at least one)."""
+    protectPools: NotRequired[pulumi.Input[bool]]
+    """Protect every node pool from deletion, in Pulumi and in TKE (default false)."""
+
+
+class GpuSharingCluster(pulumi.ComponentResource):
+    """GPU sharing on one TKE cluster: GPU node pools, time-slicing or MIG tuned from measurements, plugins."""
+
+    capacity: pulumi.Output[dict[str, Any]]
+    """The capacity plan (`gpushare plan --json`): per pool its GPUs, replicas and slots, and the totals."""
+    total_slots: pulumi.Output[int]
+    """GPU slots after sharing: how many `nvidia.com/gpu: 1` pods the pools can run at once."""
+    slots_before: pulumi.Output[int]
+    """GPU slots without sharing (one per GPU)."""
+    node_pool_ids: pulumi.Output[dict[str, str]]
+    """Pool name -> the TKE node pool's id."""
+    config_map_name: pulumi.Output[str | None]
+    """The ConfigMap the device plugin reads its per-pool configs from (none in helm mode: the chart's own)."""
+    helm_release_names: pulumi.Output[list[str]]
+    """The Helm releases installed (the device-plugin chart or the GPU Operator; none in daemonsets mode)."""
+
+    def __init__(
+        self, name: str, args: GpuSharingClusterArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        values = pulumi.Output.from_input(cast(dict[str, Any], dict(args)))
+        # The children are built from resolved values (inside an apply), which carry no dependencies: the
+        # component itself depends on whatever produced its inputs (say the cluster that gives `cluster.id`),
+        # and its children come after it and are deleted before it.
+        inputs_ready = cast(pulumi.Resource, values.apply(lambda _: None))
+        super().__init__(
+            TYPE_TOKEN,
+            name,
+            None,
+            pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[inputs_ready])),
+        )
+        composition: pulumi.Output[Composition] = values.apply(
+            lambda resolved: StandaloneGpuSharingCluster.compose(self, name, validated_stack(name, resolved))
+        )
+        self.capacity = composition.apply(lambda c: c.capacity)
+        self.total_slots = composition.apply(lambda c: int(c.capacity["totalSlots"]))
+        self.slots_before = composition.apply(lambda c: int(c.capacity["slotsBefore"]))
+        self.node_pool_ids = composition.apply(lambda c: pulumi.Output.all(**c.node_pool_ids))
+        self.config_map_name = composition.apply(lambda c: c.config_map_name)
+        self.helm_release_names = composition.apply(lambda c: c.helm_release_names)
+        self.register_outputs(
+            {
+                "capacity": self.capacity,
+                "totalSlots": self.total_slots,
+                "slotsBefore": self.slots_before,
+                "nodePoolIds": self.node_pool_ids,
+                "configMapName": self.config_map_name,
+                "helmReleaseNames": self.helm_release_names,
+            }
+        )
+
+
+# `<key path>: <reason>` after the source, as `gpushare.stack_config` writes each problem.
+_PROBLEM = re.compile(r'^(?P<key>[a-z]+:(?:[^\s:"\[]|\[\d+\]|\["(?:[^"\\]|\\.)*"\])*): (?P<reason>.*)$')
+
+
+def validated_stack(name: str, args: dict[str, Any]) -> StackConfig:
+    """The args as the frozen `StackConfig` the stack loader builds, or a `pulumi.InputPropertiesError`
+    whose message is the loader's (with this component as its source) and whose errors name each input
+    path (`pools[1].sharing.measuredMiB`)."""
+    source = f"GpuSharingCluster {name}"
+    values = {
+        f"{PROJECT}:{key}": _integral_numbers(value) for key, value in args.items() if value is not None
+    }
+    try:
+        return from_config_values(values, stack=pulumi.get_stack(), source=source)
+    except ConfigError as err:
+        errors: list[pulumi.InputPropertyErrorDetails] = []
+        for line in str(err).splitlines():
+            problem = _PROBLEM.match(line.removeprefix(f"{source}: "))
+            if problem is None:
+                errors.append({"property_path": "", "reason": line})
+                continue
+            path = problem["key"].removeprefix(f"{PROJECT}:")
+            errors.append({"property_path": path, "reason": problem["reason"]})
+        raise pulumi.InputPropertiesError(str(err), errors) from None
+
+
+def _integral_numbers(value: Any) -> Any:
+    """Numbers cross the wire as doubles: 4621.0 is the 4621 the stack file says (a strict integer field
+    refuses a float); 4621.5 stays a float, for the model to refuse like the loader does."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {key: _integral_numbers(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_integral_numbers(item) for item in value]
+    return value
