@@ -247,8 +247,9 @@ def page_object(pod: Obj, port: int, page: str | bytes) -> Obj:
 def exporter_objects(kind: str, gpus: Sequence[Gpu], **page_options: Any) -> list[Obj]:
     """One exporter pod per node of `gpus`, each serving its node's GPUs in `kind`'s format."""
     objects: list[Obj] = []
-    for index, node in enumerate(sorted({g.node for g in gpus})):
-        pod, port = exporter_pod(kind, node, f"n{index}", pod_ip=f"172.16.0.{30 + index}")
+    for node in sorted({g.node for g in gpus}):
+        last = node.rsplit(".", 1)[-1]
+        pod, port = exporter_pod(kind, node, f"n{last}", pod_ip=f"172.16.1.{last}")
         on_node = [g for g in gpus if g.node == node]
         objects += [pod, page_object(pod, port, PAGES[kind](on_node, **page_options))]
     return objects

@@ -925,7 +925,7 @@ def test_fake_refuses_writes_and_answers_like_an_api_server(
     assert sorted(p.metadata.name for p in pods.items) == [
         "nlp-infer-7d4b9c-1",
         "nvidia-device-plugin-daemonset-q9w4m",
-        "nvidia-gpu-exporter-n1",
+        "nvidia-gpu-exporter-n12",
     ]
     with pytest.raises(ApiException) as bad_field:
         core.list_namespaced_pod("kube-system", field_selector="spec.priority=1")

@@ -185,9 +185,21 @@ class _Http:
             raw.release_conn()
 
 
+def _status_message(body: bytes) -> str:
+    """The message of the API server's Status object, else the start of the body."""
+    try:
+        status = json.loads(body)
+    except ValueError:
+        status = None
+    message = status.get("message") if isinstance(status, dict) else None
+    return _one_line(message or body[:200].decode("utf-8", "replace") or "no body")
+
+
 def _failure(err: BaseException) -> str:
     if isinstance(err, ApiException):
         return f"the API server answered {err.status} {_one_line(err.reason or '')}".rstrip()
+    if isinstance(err, urllib3.exceptions.MaxRetryError) and err.reason is not None:
+        err = err.reason
     if isinstance(err, urllib3.exceptions.ReadTimeoutError | urllib3.exceptions.ConnectTimeoutError):
         return f"no answer within {REQUEST_TIMEOUT[1]} s"
     return f"no answer: {_one_line(getattr(err, 'reason', None) or err)}"
@@ -237,7 +249,7 @@ class _Session:
         if status != 200:
             self.problem(
                 str(exporter),
-                f"{where} on node {exporter.node}: the pod proxy answered {status} ({_one_line(body[:200].decode('utf-8', 'replace'))})",
+                f"{where} on node {exporter.node}: the pod proxy answered {status}: {_status_message(body)}",
                 [exporter.node],
             )
             return None
@@ -253,7 +265,11 @@ class _Session:
         except PageError as err:
             self.problem(str(exporter), f"{where} on node {exporter.node}: {err.message}", [exporter.node])
             return None
-        return readings(samples, lambda _labels: exporter.node, self.source.tke_gpu_label)
+        found = readings(samples, lambda _labels: exporter.node, self.source.tke_gpu_label)
+        for result in found:
+            for problem in result.problems:
+                self.problem(str(exporter), f"{where} on node {exporter.node}: {problem}")
+        return found
 
     def query(self, expression: str, metric: str) -> list[Sample] | None:
         assert self.source.prometheus is not None
@@ -274,14 +290,27 @@ class _Session:
             return None
         try:
             answer = json.loads(body)
+        except ValueError as err:
+            self.problem(
+                "prometheus", f"{where}: {expression}: answered {status}, not JSON ({_one_line(err, 80)})"
+            )
+            return None
+        if status != 200:
+            said = answer.get("error") or answer.get("message") if isinstance(answer, dict) else None
+            self.problem(
+                "prometheus", f"{where}: {expression}: answered {status} ({_one_line(said or answer)})"
+            )
+            return None
+        try:
             return vector_samples(answer, metric)
-        except (ValueError, PageError) as err:
-            detail = err.message if isinstance(err, PageError) else f"not JSON ({_one_line(err, 80)})"
-            self.problem("prometheus", f"{where}: {expression}: answered {status}: {detail}")
+        except PageError as err:
+            self.problem("prometheus", f"{where}: {expression}: {err.message}")
             return None
 
 
 class _Forbidden(Exception):
+    """A 403 that stops all GPU memory reads (the same request would be refused for every node)."""
+
     def __init__(self, permission: str) -> None:
         self.permission = permission
 
@@ -316,11 +345,16 @@ def _prometheus(session: _Session, names: Mapping[str, str]) -> tuple[list[Readi
     window = session.source.window
     found: list[Readings] = []
     counted: list[Readings] = []
+    answered = False
     for metric, (_, factor) in USED_METRICS.items():
         samples = session.query(f"max_over_time({metric}[{window}])" if window else metric, metric)
         if samples is None:
             continue
-        found += readings(samples, _node_of(names), session.source.tke_gpu_label)
+        answered = True
+        for result in readings(samples, _node_of(names), session.source.tke_gpu_label):
+            found.append(result)
+            for problem in result.problems:
+                session.problem("prometheus", f"Prometheus at {session.source.prometheus}: {problem}")
         if window and samples:
             counts = session.query(f"count_over_time({metric}[{window}])", metric) or []
             # Counts are not memory: undo the exporter's unit so they come out as counts.
@@ -329,6 +363,8 @@ def _prometheus(session: _Session, names: Mapping[str, str]) -> tuple[list[Readi
     samples_per_node = {
         node: int(min(r.used_mib.values())) for node, r in by_node(counted).items() if r.used_mib
     }
+    if not answered:
+        session.unread.update(names.values())
     return found, samples_per_node
 
 
@@ -400,9 +436,6 @@ def read_gpu_memory(
             "checked; see docs/measurement-loop.md for the ClusterRole",
             node_names,
         )
-    for result in found:
-        for problem in result.problems:
-            session.problem(result.exporter, problem)
     where = f"Prometheus at {source.prometheus}" if source.prometheus else "the exporters"
     observation = MemoryObservation(
         source=where,
