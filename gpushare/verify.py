@@ -16,7 +16,7 @@ from typing import TextIO
 
 from gpushare.cluster_expectations import expected_cluster
 from gpushare.errors import ConfigError, GpushareError
-from gpushare.gpu_memory.source_args import source_from_args
+from gpushare.gpu_memory.options import source_from_args
 from gpushare.stack_config import load_stack
 from gpushare.verify_checks import VerifyReport, run_checks
 

@@ -13,30 +13,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
 from gpushare import kube_names
 from gpushare.cluster_expectations import ClusterExpectation, PoolExpectation
+from gpushare.gpu_memory.observation import MemoryObservation
 from gpushare.gpu_memory.series import Readings, Unit
 from gpushare.plan import SharedResource
 from gpushare.tuning import max_replicas
 from gpushare.verify_checks import Finding
 
 MEMORY_BUDGET = "memory-budget"
-
-
-@dataclass(frozen=True)
-class MemoryObservation:
-    """What was read: per node the readings of its exporter, and the slots its pods hold per resource."""
-
-    source: str
-    readings: Mapping[str, Readings] = field(default_factory=dict)
-    allocated: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
-    # Nodes already reported as unread (no exporter pod, unreadable page, ...), and those reports.
-    unread: frozenset[str] = frozenset()
-    problems: tuple[tuple[str, str], ...] = ()
 
 
 def mib(value: float) -> str:

@@ -12,13 +12,11 @@ named, never an exception: the other checks go on.
 from __future__ import annotations
 
 import json
-import re
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlencode
 
 import urllib3
 from kubernetes import client
@@ -26,11 +24,11 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
 from gpushare.cluster_expectations import ClusterExpectation
-from gpushare.errors import GpushareError
-from gpushare.gpu_memory.budget import MemoryObservation, budget_findings, shared_pool_nodes
-from gpushare.gpu_memory.exporters import ExporterPod, NamedExporter, exporter_pod
+from gpushare.gpu_memory.budget import budget_findings, shared_pool_nodes
+from gpushare.gpu_memory.exporters import ExporterPod, exporter_pod
+from gpushare.gpu_memory.observation import GpuPods, LiveMemory, MemoryObservation
+from gpushare.gpu_memory.options import MemorySource
 from gpushare.gpu_memory.series import (
-    DEFAULT_TKE_GPU_LABEL,
     MIB,
     USED_METRICS,
     PageError,
@@ -49,8 +47,6 @@ TOTAL_SECONDS = 90
 # A dcgm-exporter page of an 8-GPU node with every default counter is ~150 KiB.
 MAX_PAGE_BYTES = 8 * 1024 * 1024
 ACCEPT = "text/plain;version=0.0.4;q=1,*/*;q=0.1"
-# Prometheus durations, as its query language spells them.
-WINDOW = re.compile(r"^([0-9]+(ms|s|m|h|d|w|y))+$")
 _TERMINATED = ("Succeeded", "Failed")
 _NODE_LABELS = (
     "Hostname",
@@ -65,49 +61,6 @@ LOOKED_FOR = (
     "dcgm-exporter (labels app=nvidia-dcgm-exporter or app.kubernetes.io/name=dcgm-exporter, or its image), "
     "nvidia_gpu_exporter (its image), TKE's kube-system/nvidia-gpu-exporter"
 )
-
-
-@dataclass(frozen=True)
-class MemorySource:
-    """Where GPU memory is read from: exporter pods (found, or `named`), or a Prometheus HTTP API."""
-
-    prometheus: str | None = None
-    named: tuple[NamedExporter, ...] = ()
-    tke_gpu_label: str = DEFAULT_TKE_GPU_LABEL
-    window: str | None = None
-
-    def __post_init__(self) -> None:
-        if self.window is not None and not WINDOW.match(self.window):
-            raise GpushareError(f"--window {self.window!r}: not a Prometheus duration (e.g. 7d, 12h, 90m)")
-        if self.window is not None and self.prometheus is None:
-            raise GpushareError("--window needs --prometheus: an exporter page holds only the current value")
-        if self.prometheus is not None and urlsplit(self.prometheus).scheme not in ("http", "https"):
-            raise GpushareError(f"--prometheus {self.prometheus!r}: expected an http:// or https:// URL")
-
-
-@dataclass(frozen=True)
-class GpuPods:
-    """The pods on a node holding GPU resources: resource -> slots each holds."""
-
-    pods: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
-
-    def allocated(self) -> dict[str, int]:
-        total: dict[str, int] = defaultdict(int)
-        for resources in self.pods.values():
-            for resource, slots in resources.items():
-                total[resource] += slots
-        return dict(total)
-
-    def holders(self, resource: str) -> list[str]:
-        return sorted(p for p, resources in self.pods.items() if resources.get(resource))
-
-
-@dataclass
-class LiveMemory:
-    observation: MemoryObservation
-    gpu_pods: dict[str, GpuPods]
-    # For `measure` with a window: Prometheus' sample count per node (the fewest of its series).
-    samples: dict[str, int]
 
 
 def _count(value: Any) -> int:
