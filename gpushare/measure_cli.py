@@ -52,7 +52,8 @@ def add_parser(sub: Any) -> None:
 def _source_text(peak: PoolPeak, exporter: str, via: str, window: str | None, samples: int | None) -> str:
     assert peak.peak is not None
     over = f"max over {window}, {samples or '?'} samples" if window else "one instant reading"
-    return f"gpushare measure: peak {peak.peak_mib} MiB, {peak.reason}; {exporter} via {via}, {over}"
+    # No ": " or " #": the value stays a plain scalar where the file had one.
+    return f"gpushare measure, peak {peak.peak_mib} MiB ({peak.reason}), {exporter} via {via}, {over}"
 
 
 def _table(peaks: list[PoolPeak]) -> str:
