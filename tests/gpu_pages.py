@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 Obj = dict[str, Any]
@@ -44,6 +45,23 @@ class Gpu:
     pods: tuple[tuple[str, str, str, float, tuple[int, ...]], ...] = ()
     # MIG instances: (profile, GPU instance id, used MiB).
     mig: tuple[tuple[str, int, float], ...] = ()
+
+
+def go_float(value: float) -> str:
+    """Go's strconv.FormatFloat(v, 'g', -1, 64), as the Go exporters write floats: the shortest digits,
+    in exponent form from 1e+06 up or below 1e-04 (4.8305799168e+10, 6.38582784e+08)."""
+    digits, exponent = (
+        repr(float(value)).split("e") if "e" in repr(float(value)) else (repr(float(value)), "0")
+    )
+    mantissa = Decimal(digits).normalize() * (Decimal(10) ** int(exponent))
+    sign, numerals, power = mantissa.normalize().as_tuple()
+    assert isinstance(power, int)
+    exp10 = len(numerals) + power - 1
+    if -4 <= exp10 < 6:
+        return str(int(value)) if float(value).is_integer() else repr(float(value))
+    text = "".join(map(str, numerals))
+    body = text[0] + ("." + text[1:] if len(text) > 1 else "")
+    return f"{'-' if sign else ''}{body}e{'+' if exp10 >= 0 else '-'}{abs(exp10):02d}"
 
 
 def _number(value: float) -> str:
@@ -120,7 +138,7 @@ def nvidia_smi_page(gpus: Sequence[Gpu]) -> str:
             }[field]
             # Go's strconv 'g' format, as the exporter writes floats: 4.8305799168e+10.
             lines.append(
-                f'nvidia_smi_memory_{field}_bytes{{uuid="{gpu.uuid.removeprefix("GPU-")}"}} {mib * MIB:.11g}'
+                f'nvidia_smi_memory_{field}_bytes{{uuid="{gpu.uuid.removeprefix("GPU-")}"}} {go_float(mib * MIB)}'
             )
     return "\n".join(lines) + "\n"
 

@@ -13,6 +13,7 @@ import os
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -51,12 +52,16 @@ def _dump(yaml: YAML, document: Any) -> str:
 
 
 def _like(old: Any, new: str) -> Any:
-    """`new` quoted as `old` was (double quotes for a key that was not there)."""
+    """`new` written as `old` was: quoted the same, an unquoted date unquoted; plain for a new key
+    (ruamel.yaml quotes it where a plain scalar would read as something else)."""
     if isinstance(old, SingleQuotedScalarString):
         return SingleQuotedScalarString(new)
-    if isinstance(old, str) and not isinstance(old, DoubleQuotedScalarString):
-        return new
-    return DoubleQuotedScalarString(new)
+    if isinstance(old, DoubleQuotedScalarString):
+        return DoubleQuotedScalarString(new)
+    if isinstance(old, date):
+        # The CLI (YAML 1.2) reads an unquoted date as a string, as the stack loader does.
+        return date.fromisoformat(new)
+    return new
 
 
 def _target(pool: Mapping[str, Any], source: str) -> Any:
