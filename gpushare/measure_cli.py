@@ -114,7 +114,12 @@ def cmd_measure(args: argparse.Namespace, out: TextIO) -> int:
         api = api_client(args.kubeconfig, args.context)
         with api:
             nodes = _nodes(api)
-            names = sorted(str(n["metadata"]["name"]) for n in nodes)
+            pools = {p.name for p in stack.pools}
+            names = sorted(
+                str(n["metadata"]["name"])
+                for n in nodes
+                if ((n.get("metadata") or {}).get("labels") or {}).get(kube_names.LABEL_POOL) in pools
+            )
             live = read_gpu_memory(api, nodes, names, source)
     except GpushareError as err:
         sys.stderr.write(f"measure: cannot measure: {err}\n")

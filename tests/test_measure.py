@@ -12,41 +12,26 @@ import difflib
 import io
 import json
 import shutil
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+import test_memory_budget
+import test_verify
 from conftest import PROJECT_DIR
-from fake_apiserver import PAGE_KIND, FakeApiServer
+from fake_apiserver import FakeApiServer
 from gpu_pages import L20_NODE, T4_NODE, exporter_objects, gpu_pod, seed_gpus
 from test_memory_budget import PROMETHEUS_PATH, prometheus_series
-from test_verify import prod_cluster, rendered
 
 from gpushare import cli
 
 Obj = dict[str, Any]
 TODAY = datetime.now(UTC).date().isoformat()
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[FakeApiServer]:
-    fake = FakeApiServer().start()
-    yield fake
-    fake.stop()
-
-
-@pytest.fixture(scope="module")
-def kubeconfig(server: FakeApiServer, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return server.write_kubeconfig(tmp_path_factory.mktemp("kube") / "config")
-
-
-@pytest.fixture(scope="module")
-def prod_base() -> list[Obj]:
-    manifests, labels, _ = rendered(PROJECT_DIR, "prod")
-    objects = prod_cluster(manifests, labels)
-    return [o for o in objects if o["kind"] != PAGE_KIND and "gpu-exporter" not in o["metadata"]["name"]]
+# The fake API server, its kubeconfig and the seed's prod cluster without an exporter, one per module.
+server = test_verify.server
+kubeconfig = test_verify.kubeconfig
+prod_base = test_memory_budget.prod_base
 
 
 @pytest.fixture
@@ -64,6 +49,10 @@ def exclusive(base: list[Obj]) -> list[Obj]:
     return objects
 
 
+def measure_args(project: Path, kubeconfig: Path, *extra: str) -> list[str]:
+    return ["measure", "--stack", "prod", "--dir", str(project), "--kubeconfig", str(kubeconfig), *extra]
+
+
 def measure(
     server: FakeApiServer,
     kubeconfig: Path,
@@ -73,17 +62,7 @@ def measure(
     prometheus: bool = False,
 ) -> tuple[int, dict[str, Any]]:
     server.load(objects)
-    args = [
-        "measure",
-        "--stack",
-        "prod",
-        "--dir",
-        str(project),
-        "--kubeconfig",
-        str(kubeconfig),
-        "--json",
-        *extra,
-    ]
+    args = measure_args(project, kubeconfig, "--json", *extra)
     if prometheus:
         server.prometheus_series = prometheus_series(objects)
         server.pages = {}
@@ -230,19 +209,7 @@ def test_a_peak_that_does_not_fit_the_gpu_is_refused(
 def test_window_without_prometheus_is_a_usage_error(
     kubeconfig: Path, project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code = cli.main(
-        [
-            "measure",
-            "--stack",
-            "prod",
-            "--dir",
-            str(project),
-            "--kubeconfig",
-            str(kubeconfig),
-            "--window",
-            "7d",
-        ]
-    )
+    code = cli.main(measure_args(project, kubeconfig, "--window", "7d"))
     assert code == 2
     assert capsys.readouterr().err == (
         "measure: --window needs --prometheus: an exporter page holds only the current value\n"
@@ -250,8 +217,6 @@ def test_window_without_prometheus_is_a_usage_error(
 
 
 def test_no_cluster_is_exit_2(project: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code = cli.main(
-        ["measure", "--stack", "prod", "--dir", str(project), "--kubeconfig", str(tmp_path / "none")]
-    )
+    code = cli.main(measure_args(project, tmp_path / "none"))
     assert code == 2
     assert capsys.readouterr().err.startswith("measure: cannot measure: cannot load the kube config")

@@ -12,11 +12,11 @@ from __future__ import annotations
 import copy
 import io
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import test_verify
 from conftest import PROJECT_DIR
 from fake_apiserver import PAGE_KIND, FakeApiServer
 from gpu_pages import (
@@ -43,19 +43,10 @@ L20_GPU = {
     "nvidia-smi": f"gpu/{L20_NODE}/{L20_UUID.removeprefix('GPU-')}",
     "tke": f"gpu/{L20_NODE}/0",
 }
+# The fake API server and its kubeconfig, one per module, as test_verify starts them.
+server = test_verify.server
+kubeconfig = test_verify.kubeconfig
 SOURCES = [(kind, via) for via in ("pod-proxy", "prometheus") for kind in ("dcgm", "nvidia-smi", "tke")]
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[FakeApiServer]:
-    fake = FakeApiServer().start()
-    yield fake
-    fake.stop()
-
-
-@pytest.fixture(scope="module")
-def kubeconfig(server: FakeApiServer, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return server.write_kubeconfig(tmp_path_factory.mktemp("kube") / "config")
 
 
 @pytest.fixture(scope="module")
