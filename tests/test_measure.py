@@ -220,3 +220,34 @@ def test_no_cluster_is_exit_2(project: Path, tmp_path: Path, capsys: pytest.Capt
     code = cli.main(measure_args(project, tmp_path / "none"))
     assert code == 2
     assert capsys.readouterr().err.startswith("measure: cannot measure: cannot load the kube config")
+
+
+def test_the_table_shows_peaks_refusals_and_the_new_plan(
+    server: FakeApiServer,
+    kubeconfig: Path,
+    project: Path,
+    prod_base: list[Obj],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    objects = copy.deepcopy(prod_base) + [gpu_pod(f"nlp-batch-{i}", L20_NODE) for i in range(5)]
+    objects += exporter_objects("tke", seed_gpus(l20_used=35634, t4_used=4000))
+    server.load(objects)
+    out = io.StringIO()
+    assert cli.main(measure_args(project, kubeconfig, "--write"), out=out) == 1
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "Peak per-pod GPU memory for stack prod, from the pod proxy"
+    assert [line.split()[:6] for line in lines[2:6]] == [
+        ["pool", "gpu", "measured", "MiB", "peak", "MiB"],
+        ["----", "---", "------------", "--------", "------------", "---------"],
+        ["l20", "L20", "4621", "-", "8", "-"],
+        ["t4", "T4", "4401", "4000", "3", "3"],
+    ]
+    assert lines[4].endswith(
+        f"REFUSED: node {L20_NODE}: 6 pods share its GPUs (8 slots advertised) and "
+        "tke-gpu-exporter gives no per-pod series (dcgm-exporter does with "
+        "KUBERNETES_VIRTUAL_GPUS=true); measure while the GPUs are exclusive, or enable per-pod series"
+    )
+    # Then the plan of the file as written: the T4 at 4000 MiB keeps 3 replicas (floor(13824 / 4000) = 3).
+    assert "Capacity plan for stack prod (Pulumi.prod.yaml)" in lines
+    assert ["t4", "T4", "1", "1", "3", "3"] in [line.split()[:6] for line in lines]
+    assert capsys.readouterr().err == "wrote Pulumi.prod.yaml: t4 measuredMiB 4000\n"
