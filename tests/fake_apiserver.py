@@ -202,6 +202,8 @@ class FakeApiServer:
         self._resource_version = 1000
         self.requests: list[tuple[str, str]] = []
         self.writes: list[tuple[str, str]] = []
+        # The Authorization header of each request in `requests` (None: none sent).
+        self.authorization: list[str | None] = []
         # (plural, namespace or None for every scope) answered 403.
         self.forbidden: set[tuple[str, str | None]] = set()
         # (namespace, pod, port) -> the exporter page the pod proxy relays (text, or raw bytes).
@@ -262,6 +264,7 @@ class FakeApiServer:
                     self._add(obj)
             self.forbidden = set(forbidden)
             self.requests.clear()
+            self.authorization.clear()
             self.page_delay = 0.0
             self.prometheus_series = {}
 
@@ -377,8 +380,7 @@ class FakeApiServer:
         proxied = _POD_PROXY.match(path)
         if proxied:
             return self._pod_proxy(proxied)
-        service = _SERVICE_PROXY.match(path)
-        if service:
+        if _SERVICE_PROXY.match(path) or path == "/api/v1/query":
             return self._prometheus(query)
         discovery = self._discovery(path)
         if discovery is not None:
@@ -455,6 +457,7 @@ class FakeApiServer:
             def do_GET(self) -> None:
                 parts = urlsplit(self.path)
                 server.requests.append(("GET", self.path))
+                server.authorization.append(self.headers.get("Authorization"))
                 code, body = server._get(parts.path, parse_qs(parts.query))
                 self._reply(code, body)
 

@@ -455,3 +455,36 @@ def test_prometheus_answering_a_matrix_is_refused(server: FakeApiServer, kubecon
 
     with pytest.raises(PageError, match="resultType 'matrix', not a vector"):
         vector_samples({"status": "success", "data": {"resultType": "matrix", "result": []}}, "gpu_mem_usage")
+
+
+def test_a_prometheus_on_another_host_gets_no_cluster_credentials(
+    server: FakeApiServer, prod_base: list[Obj], tmp_path: Path
+) -> None:
+    """The kubeconfig's token goes to the API server only; a Prometheus reached directly never sees it."""
+    prometheus = FakeApiServer().start()
+    try:
+        kubeconfig = server.write_kubeconfig(tmp_path / "config")
+        config = json.loads(kubeconfig.read_text())
+        config["users"][0]["user"] = {"token": "cluster-secret-token"}
+        kubeconfig.write_text(json.dumps(config))
+        objects = with_l20_pods(prod_base, 6) + exporter_objects("dcgm", seed_gpus(l20_used=6 * 5939))
+        server.load(objects)
+        prometheus.load([])
+        prometheus.prometheus_series = prometheus_series(objects)
+        out = io.StringIO()
+        args = [
+            "verify",
+            "--stack",
+            "prod",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--json",
+            "--prometheus",
+            prometheus.url,
+        ]
+        assert cli.main(args, out=out) == 0
+        assert [o for _, o, _ in memory(json.loads(out.getvalue()))] == [f"node/{L20_NODE}"]
+        assert set(server.authorization) == {"Bearer cluster-secret-token"}
+        assert len(prometheus.requests) == 3 and set(prometheus.authorization) == {None}
+    finally:
+        prometheus.stop()
