@@ -279,3 +279,63 @@ def test_a_layout_ruamel_would_change_is_not_edited() -> None:
     odd = STACK.replace("nodes: {min: 1, max: 1, desired: 1}", "nodes: {min: 1,  max: 1,  desired: 1}", 1)
     with pytest.raises(GpushareError, match="cannot edit this file in place without changing its layout"):
         edit_measurements(odd, {"l20": NewMeasurement(1, "2026-12-01", "x")}, "Pulumi.x.yaml")
+
+
+TWO_GPU_STACK = """\
+config:
+  gpushare:cluster: {id: cls-a1, vpcId: vpc-a1, subnetIds: [subnet-a1], kubernetesVersion: "1.30"}
+  gpushare:pools:
+    - name: l20x2
+      gpu: L20
+      instanceType: PNV5b.16XLARGE192
+      gpusPerNode: 2
+      nodes: {min: 1, max: 1, desired: 1}
+      sharing: {mode: time-slicing, measuredMiB: 4621, measuredAt: "2025-06-01"}
+    - name: t4
+      gpu: T4
+      instanceType: GN7.2XLARGE32
+      nodes: {min: 1, max: 1, desired: 1}
+      sharing: {mode: time-slicing, measuredMiB: 7000, measuredAt: "2025-06-01"}
+"""
+
+
+def two_gpu_budget(tmp_path: Path, l20_used: tuple[float, float], slots: int) -> list[tuple[str, str, str]]:
+    path = tmp_path / "Pulumi.two.yaml"
+    path.write_text(TWO_GPU_STACK)
+    expected = expected_cluster(load_stack_file(path, "two"))
+    nodes = [
+        {"metadata": {"name": L20_NODE, "labels": {kube_names.LABEL_POOL: "l20x2"}}},
+        {"metadata": {"name": "10.0.1.12", "labels": {kube_names.LABEL_POOL: "t4"}}},
+    ]
+    gpus = [
+        Gpu(L20_NODE, f"GPU-00000000-0000-0000-0000-00000000000{i}", "NVIDIA L20", 46068, used, index=i)
+        for i, used in enumerate(l20_used)
+    ]
+    gpus.append(Gpu("10.0.1.12", "GPU-00000000-0000-0000-0000-0000000000f4", "Tesla T4", 15360, 15000))
+    found = by_node(readings(page_samples(dcgm_page(gpus)), lambda labels: labels["Hostname"]))
+    allocated = {L20_NODE: {"nvidia.com/gpu": slots}, "10.0.1.12": {"nvidia.com/gpu": 1}}
+    findings = budget_findings(expected, nodes, MemoryObservation("the exporters", found, allocated))  # type: ignore[arg-type]
+    return [(f.severity, f.object, f.message) for f in findings]
+
+
+def test_a_two_gpu_node_averages_over_both_and_errs_per_gpu(tmp_path: Path) -> None:
+    # 40000 + 30000 = 70000 MiB over 14 slots = 5000 per slot > 4621; floor(41461.2 / 5000) = 8 replicas
+    # (the plan: floor(41461.2 / 4621) = 8 per GPU, 16 per node). Neither GPU is above 41461.2 MiB.
+    # The T4 measured at 7000 MiB gives floor(13824 / 7000) = 1 replica: not shared, so its 15000 MiB
+    # is one pod's business and no memory-budget finding.
+    assert two_gpu_budget(tmp_path, (40000, 30000), 14) == [
+        (
+            "warning",
+            f"node/{L20_NODE}",
+            "pool l20x2: 5000 MiB observed per allocated slot (average: 70000 MiB used over the 14 nvidia.com/gpu "
+            f"slots pods hold on node {L20_NODE}, dcgm-exporter), more than the 4621 MiB measured: the workload "
+            "outgrew the measurement; `tune` would give 8 replicas, the plan has 8 (`gpushare measure`, then "
+            "`pulumi preview`)",
+        )
+    ]
+    # One GPU above the ceiling: an error for that GPU only.
+    assert [(s, o) for s, o, _ in two_gpu_budget(tmp_path, (42000, 1000), 14)] == [
+        ("error", f"gpu/{L20_NODE}/00000000-0000-0000-0000-000000000000")
+    ]
+    # No pod holds a slot: no average to take, and nothing above the ceiling.
+    assert two_gpu_budget(tmp_path, (1000, 1000), 0) == []
