@@ -93,7 +93,6 @@ def pod_gpu_resources(pod: Mapping[str, Any]) -> dict[str, int]:
 class _Deadline:
     def __init__(self, seconds: float) -> None:
         self.end = time.monotonic() + seconds
-        self.seconds = seconds
 
     @property
     def passed(self) -> bool:
