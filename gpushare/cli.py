@@ -16,8 +16,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TextIO
 
-from gpushare import advise_cli, catalog, device_plugin, input_files, mig_parted, validate_cli
+from gpushare import advise_cli, catalog, device_plugin, input_files, measure_cli, mig_parted, validate_cli
 from gpushare.errors import GpushareError
+from gpushare.gpu_memory.options import add_source_arguments
 from gpushare.plan import build_plan, capacity_json, capacity_table
 from gpushare.stack_config import CONFIG_ENV_LIMIT_BYTES, CONFIG_ENV_WARN_BYTES, StackConfig, load_stack
 from gpushare.tuning import DEFAULT_CEILING, largest_process_mib, total_memory_mib, tune
@@ -224,6 +225,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--context", metavar="NAME", help="a context of the kubeconfig (default: its current one)")
     p.add_argument("--json", action="store_true", help="the report as JSON: ok, findings, pools")
     p.add_argument("--dir", default=str(PROJECT_DIR), help="where Pulumi.<stack>.yaml lives")
+    add_source_arguments(p)
     p.set_defaults(run=_verify)
 
     p = sub.add_parser("render", help="run the program offline and write every resource and manifest")
@@ -241,6 +243,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=_offline("offline.check", "cmd_check"))
 
     advise_cli.add_parser(sub)
+    measure_cli.add_parser(sub)
     return parser
 
 

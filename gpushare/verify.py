@@ -16,6 +16,7 @@ from typing import TextIO
 
 from gpushare.cluster_expectations import expected_cluster
 from gpushare.errors import ConfigError, GpushareError
+from gpushare.gpu_memory.options import source_from_args
 from gpushare.stack_config import load_stack
 from gpushare.verify_checks import VerifyReport, run_checks
 
@@ -63,18 +64,21 @@ def cmd_verify(args: argparse.Namespace, out: TextIO) -> int:
         sys.stderr.write(f"{err}\n")
         return EXIT_CANNOT_CHECK
     try:
+        memory_source = source_from_args(args)
         expected = expected_cluster(stack)
         # The client is imported only here: every other command runs without it.
         from gpushare.cluster_reader import api_client, read_snapshot
+        from gpushare.gpu_memory.live import memory_findings
 
         api = api_client(args.kubeconfig, args.context)
         with api:
             snapshot = read_snapshot(api, expected)
+            memory = memory_findings(api, expected, snapshot.nodes, memory_source)
             server = str(api.configuration.host)
     except GpushareError as err:
         sys.stderr.write(f"verify: cannot check: {err}\n")
         return EXIT_CANNOT_CHECK
-    report = run_checks(expected, snapshot)
+    report = run_checks(expected, snapshot, memory)
     if args.json:
         json.dump(report.as_json(), out, indent=2)
         out.write("\n")

@@ -774,8 +774,11 @@ def _pool_rows(expected: ClusterExpectation, by_pool: Mapping[str, list[K8sObjec
     return tuple(rows)
 
 
-def run_checks(expected: ClusterExpectation, snapshot: ClusterSnapshot) -> VerifyReport:
-    findings: list[Finding] = []
+def run_checks(
+    expected: ClusterExpectation, snapshot: ClusterSnapshot, extra: Sequence[Finding] = ()
+) -> VerifyReport:
+    """Every check over the snapshot, plus `extra` findings of checks that read more (memory-budget)."""
+    findings: list[Finding] = list(extra)
     by_pool = _pool_nodes(expected, snapshot)
     for pool in expected.pools:
         nodes = sorted(by_pool[pool.name], key=_name)

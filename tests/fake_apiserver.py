@@ -5,6 +5,10 @@ List kinds with `metadata.resourceVersion` and `items` (items without kind/apiVe
 selectors (field labels limited to what the real server supports per resource), `Status` objects for
 404/403/400, and enough discovery (`/api`, `/apis`, `/api/v1`, `/apis/apps/v1`, `/version`) for kubectl.
 Every request is recorded; any write is refused (405) and recorded in `writes`.
+
+Exporter pages are served through the pod proxy (`/api/v1/namespaces/NS/pods/POD:PORT/proxy/metrics`,
+from `pages`) as the API server relays them, and a Prometheus HTTP API stand-in answers `/api/v1/query`
+behind a service proxy path (`prometheus_series`; see `_prometheus`).
 """
 
 from __future__ import annotations
@@ -13,13 +17,14 @@ import copy
 import json
 import re
 import threading
+import time
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 
 @dataclass(frozen=True)
@@ -89,6 +94,19 @@ KINDS = {
     )
 }
 _BY_ROUTE = {(k.prefix, k.plural): k for k in KINDS.values()}
+_POD_PROXY = re.compile(
+    r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods/(?P<pod>[^/:]+):(?P<port>[0-9]+)/proxy/(?P<path>.*)$"
+)
+_SERVICE_PROXY = re.compile(
+    r"^/api/v1/namespaces/(?P<ns>[^/]+)/services/(?P<svc>[^/]+)/proxy(?P<path>/api/v1/query)$"
+)
+# Not an API kind: a page the pod proxy serves for (namespace, pod, port), loaded with the objects.
+PAGE_KIND = "test/ExporterPage"
+# What the stand-in answers `count_over_time(...)` with: a week of one sample a minute.
+PROMETHEUS_COUNT = 7 * 24 * 60
+_QUERY = re.compile(
+    r"^(?:(?P<fn>max_over_time|count_over_time)\()?(?P<metric>[A-Za-z_:][A-Za-z0-9_:]*)(?:\[[0-9a-z]+\]\))?$"
+)
 _ROUTE = re.compile(
     r"^(?P<prefix>/api/v1|/apis/[a-z0-9.]+/v1)(?:/namespaces/(?P<ns>[^/]+))?/(?P<plural>[a-z]+)(?:/(?P<name>[^/]+))?$"
 )
@@ -184,8 +202,16 @@ class FakeApiServer:
         self._resource_version = 1000
         self.requests: list[tuple[str, str]] = []
         self.writes: list[tuple[str, str]] = []
+        # The Authorization header of each request in `requests` (None: none sent).
+        self.authorization: list[str | None] = []
         # (plural, namespace or None for every scope) answered 403.
         self.forbidden: set[tuple[str, str | None]] = set()
+        # (namespace, pod, port) -> the exporter page the pod proxy relays (text, or raw bytes).
+        self.pages: dict[tuple[str, str, int], str | bytes] = {}
+        # Seconds the pod proxy waits before answering (an exporter that hangs).
+        self.page_delay = 0.0
+        # Prometheus stand-in: metric name -> [(labels, value)], the peak for max_over_time too.
+        self.prometheus_series: dict[str, list[tuple[dict[str, str], float]]] = {}
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -229,10 +255,18 @@ class FakeApiServer:
     ) -> None:
         with self._lock:
             self._objects = {}
+            self.pages = {}
             for obj in objects:
-                self._add(obj)
+                if obj.get("kind") == PAGE_KIND:
+                    pod, port = obj["metadata"]["name"].rsplit(":", 1)
+                    self.pages[(obj["metadata"]["namespace"], pod, int(port))] = obj["page"]
+                else:
+                    self._add(obj)
             self.forbidden = set(forbidden)
             self.requests.clear()
+            self.authorization.clear()
+            self.page_delay = 0.0
+            self.prometheus_series = {}
 
     def _add(self, original: Mapping[str, Any]) -> None:
         obj = copy.deepcopy(dict(original))
@@ -297,7 +331,57 @@ class FakeApiServer:
                 }
         return None
 
-    def _get(self, path: str, query: dict[str, list[str]]) -> tuple[int, dict[str, Any]]:
+    def _forbidden_proxy(self, resource: str, namespace: str, name: str) -> dict[str, Any]:
+        return status(
+            403,
+            "Forbidden",
+            f'{resource} "{name}" is forbidden: User "system:serviceaccount:ops:gpushare-verify" cannot get '
+            f'resource "{resource}" in API group "" in the namespace "{namespace}"',
+            {"name": name, "kind": resource.split("/")[0]},
+        )
+
+    def _pod_proxy(self, match: re.Match[str]) -> tuple[int, dict[str, Any] | bytes]:
+        """The API server's pod proxy: 404 for a pod it does not have, 503 when nothing listens."""
+        namespace, name, port = match["ns"], match["pod"], int(match["port"])
+        if ("pods/proxy", None) in self.forbidden or ("pods/proxy", namespace) in self.forbidden:
+            return 403, self._forbidden_proxy("pods/proxy", namespace, f"{name}:{port}")
+        with self._lock:
+            pod = self._objects.get(("Pod", namespace, name))
+            page = self.pages.get((namespace, name, port))
+        if pod is None:
+            return 404, status(404, "NotFound", f'pods "{name}" not found', {"name": name, "kind": "pods"})
+        if page is None or match["path"] != "metrics":
+            ip = (pod.get("status") or {}).get("podIP", "172.16.0.9")
+            return 503, status(
+                503,
+                "ServiceUnavailable",
+                f"error trying to reach service: dial tcp {ip}:{port}: connect: connection refused",
+            )
+        if self.page_delay:
+            time.sleep(self.page_delay)
+        return 200, page.encode() if isinstance(page, str) else page
+
+    def _prometheus(self, query: dict[str, list[str]]) -> tuple[int, dict[str, Any]]:
+        """`/api/v1/query` for `METRIC`, `max_over_time(METRIC[W])` (the stored values are the peaks) and
+        `count_over_time(METRIC[W])` (PROMETHEUS_COUNT per series), as vectors; anything else is a 400."""
+        expression = (query.get("query") or [""])[0]
+        match = _QUERY.match(expression)
+        if match is None:
+            return 400, {"status": "error", "errorType": "bad_data", "error": f"parse error: {expression!r}"}
+        result = []
+        for labels, value in self.prometheus_series.get(match["metric"], []):
+            shown = PROMETHEUS_COUNT if match["fn"] == "count_over_time" else value
+            metric = labels if match["fn"] else {"__name__": match["metric"], **labels}
+            result.append({"metric": metric, "value": [1764633600.0, str(shown)]})
+        return 200, {"status": "success", "data": {"resultType": "vector", "result": result}}
+
+    def _get(self, path: str, query: dict[str, list[str]]) -> tuple[int, dict[str, Any] | bytes]:
+        path = unquote(path)
+        proxied = _POD_PROXY.match(path)
+        if proxied:
+            return self._pod_proxy(proxied)
+        if _SERVICE_PROXY.match(path) or path == "/api/v1/query":
+            return self._prometheus(query)
         discovery = self._discovery(path)
         if discovery is not None:
             return 200, discovery
@@ -361,10 +445,11 @@ class FakeApiServer:
             # Headers and body go out as two writes: without this, Nagle + delayed ACK add ~40 ms each.
             disable_nagle_algorithm = True
 
-            def _reply(self, code: int, body: dict[str, Any]) -> None:
-                data = json.dumps(body).encode()
+            def _reply(self, code: int, body: dict[str, Any] | bytes) -> None:
+                text = isinstance(body, bytes)
+                data = body if isinstance(body, bytes) else json.dumps(body).encode()
                 self.send_response(code)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", "text/plain; version=0.0.4" if text else "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
@@ -372,6 +457,7 @@ class FakeApiServer:
             def do_GET(self) -> None:
                 parts = urlsplit(self.path)
                 server.requests.append(("GET", self.path))
+                server.authorization.append(self.headers.get("Authorization"))
                 code, body = server._get(parts.path, parse_qs(parts.query))
                 self._reply(code, body)
 

@@ -623,6 +623,7 @@ COMMANDS = {
     "check": ["check", "--stack", "bad"],
     # Refused at load, before any cluster is contacted (the kubeconfig named here does not exist).
     "verify": ["verify", "--stack", "bad", "--kubeconfig", "/nonexistent/kubeconfig"],
+    "measure": ["measure", "--stack", "bad", "--kubeconfig", "/nonexistent/kubeconfig", "--write"],
 }
 
 

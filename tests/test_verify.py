@@ -23,6 +23,7 @@ import pytest
 import yaml
 from conftest import PROJECT_DIR
 from fake_apiserver import FakeApiServer, label_selector_matches
+from gpu_pages import exporter_objects, mig_gpus, seed_gpus
 
 from gpushare import cli, kube_names
 from gpushare.cluster_expectations import ObjectRef, PluginWorkload, expected_cluster
@@ -287,6 +288,8 @@ def prod_cluster(manifests: list[Obj], pool_labels: dict[str, dict[str, str]]) -
     objects.append(node(T4_NODE, pool_labels["gpushare-t4"], {"nvidia.com/gpu": "3"}))
     objects += [node(f"10.0.0.{i}", {}, {}) for i in range(1, 7)]
     objects += gpu_workload([L20_NODE, T4_NODE])
+    # TKE's GPU exporter (its nvidia-gpu component): each GPU holds its one pod's measured memory or less.
+    objects += exporter_objects("tke", seed_gpus(l20_used=4608, t4_used=4401))
     return objects
 
 
@@ -784,6 +787,8 @@ def mig_project(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Ob
     objects, patch = split_patch(manifests)
     # TKE's DaemonSet parked by the patch: no node carries its nodeSelector, so it has no pods.
     objects += [config_map, daemonset, plugin_pod(daemonset, H20_NODE, "h7v3n"), h20, tke_daemonset(patch)]
+    # NVIDIA's dcgm-exporter reports each MIG instance; idle ones use 0 MiB.
+    objects += exporter_objects("dcgm", mig_gpus(H20_NODE, 1, {"1g.12gb": 7}))
     return project, objects
 
 
@@ -920,6 +925,7 @@ def test_fake_refuses_writes_and_answers_like_an_api_server(
     assert sorted(p.metadata.name for p in pods.items) == [
         "nlp-infer-7d4b9c-1",
         "nvidia-device-plugin-daemonset-q9w4m",
+        "nvidia-gpu-exporter-n12",
     ]
     with pytest.raises(ApiException) as bad_field:
         core.list_namespaced_pod("kube-system", field_selector="spec.priority=1")
@@ -1117,11 +1123,13 @@ def test_the_readme_cluster_role_allows_every_request_verify_sends(
     sent = set()
     for _, path in server.requests:
         match = re.match(
-            r"^/(?:api/v1|apis/(?P<group>[a-z.]+)/v1)(?:/namespaces/[^/]+)?/(?P<plural>[a-z]+)(?P<name>/[^/?]+)?",
+            r"^/(?:api/v1|apis/(?P<group>[a-z.]+)/v1)(?:/namespaces/[^/]+)?/(?P<plural>[a-z]+)(?P<name>/[^/?]+)?"
+            r"(?:/(?P<subresource>[a-z]+)/)?",
             path,
         )
         assert match is not None, path
-        sent.add(("get" if match["name"] else "list", match["group"] or "", match["plural"]))
+        resource = f"{match['plural']}/{match['subresource']}" if match["subresource"] else match["plural"]
+        sent.add(("get" if match["name"] else "list", match["group"] or "", resource))
     assert sent == {
         ("list", "", "nodes"),
         ("list", "", "pods"),
@@ -1130,6 +1138,8 @@ def test_the_readme_cluster_role_allows_every_request_verify_sends(
         ("get", "apps", "daemonsets"),
         ("get", "apps", "replicasets"),
         ("get", "apps", "deployments"),
+        # memory-budget: the exporter pages through the pod proxy.
+        ("get", "", "pods/proxy"),
     }
     assert sent <= allowed
 
@@ -1216,6 +1226,11 @@ def staging_operator() -> list[Obj]:
         h20,
         l20,
         tke_daemonset(None),
+        # The operator's dcgm-exporter on both nodes: idle MIG instances, the L20 at one pod's memory.
+        *exporter_objects(
+            "dcgm",
+            [*mig_gpus(H20_NODE, 4, {"1g.12gb": 6, "1g.24gb": 1}), seed_gpus(l20_used=4608)[0]],
+        ),
     ]
 
 
