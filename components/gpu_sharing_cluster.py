@@ -75,7 +75,7 @@ class GpuSharingCluster(pulumi.ComponentResource):
         entries = plugin_config_entries(plan)
         child = pulumi.ResourceOptions(parent=cluster)
         node_pool_ids: dict[str, pulumi.Output[str]] = {}
-        config_map_name: str | None = None
+        config_map_name: pulumi.Input[str] | None = None
         helm_release_names: list[str] = []
 
         managed = plugin.managed_plugin
