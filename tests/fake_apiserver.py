@@ -5,6 +5,10 @@ List kinds with `metadata.resourceVersion` and `items` (items without kind/apiVe
 selectors (field labels limited to what the real server supports per resource), `Status` objects for
 404/403/400, and enough discovery (`/api`, `/apis`, `/api/v1`, `/apis/apps/v1`, `/version`) for kubectl.
 Every request is recorded; any write is refused (405) and recorded in `writes`.
+
+A test can make it misbehave as hostile or broken servers do: `override` answers a request instead of the
+state (a `Reply`: any status, headers such as Retry-After, a body, optionally dripped a byte at a time),
+for pagination loops, 429s, slow bodies and malformed objects.
 """
 
 from __future__ import annotations
@@ -13,9 +17,10 @@ import copy
 import json
 import re
 import threading
+import time
 import uuid
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -96,6 +101,20 @@ _ROUTE = re.compile(
 
 class SelectorError(ValueError):
     pass
+
+
+@dataclass(frozen=True)
+class Reply:
+    """An answer `FakeApiServer.override` gives instead of the cluster state."""
+
+    status: int
+    body: bytes | dict[str, Any]
+    headers: dict[str, str] = field(default_factory=dict)
+    drip_seconds: float = 0.0
+    """Send the body one byte at a time, this long apart (Content-Length still announces all of it)."""
+
+
+Override = Callable[[str, dict[str, list[str]]], Reply | None]
 
 
 def _split_requirements(selector: str) -> list[str]:
@@ -186,6 +205,8 @@ class FakeApiServer:
         self.writes: list[tuple[str, str]] = []
         # (plural, namespace or None for every scope) answered 403.
         self.forbidden: set[tuple[str, str | None]] = set()
+        # (path, query) -> a Reply instead of the state, or None to answer from the state.
+        self.override: Override | None = None
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -232,6 +253,7 @@ class FakeApiServer:
             for obj in objects:
                 self._add(obj)
             self.forbidden = set(forbidden)
+            self.override = None
             self.requests.clear()
 
     def _add(self, original: Mapping[str, Any]) -> None:
@@ -296,6 +318,10 @@ class FakeApiServer:
                     ],
                 }
         return None
+
+    def answer(self, path: str, query: dict[str, list[str]] | None = None) -> dict[str, Any]:
+        """What the server answers from its state (for an `override` that edits a real answer)."""
+        return self._get(path, query or {})[1]
 
     def _get(self, path: str, query: dict[str, list[str]]) -> tuple[int, dict[str, Any]]:
         discovery = self._discovery(path)
@@ -372,8 +398,32 @@ class FakeApiServer:
             def do_GET(self) -> None:
                 parts = urlsplit(self.path)
                 server.requests.append(("GET", self.path))
-                code, body = server._get(parts.path, parse_qs(parts.query))
+                query = parse_qs(parts.query)
+                override = server.override(parts.path, query) if server.override else None
+                if override is not None:
+                    self._send(override)
+                    return
+                code, body = server._get(parts.path, query)
                 self._reply(code, body)
+
+            def _send(self, reply: Reply) -> None:
+                data = reply.body if isinstance(reply.body, bytes) else json.dumps(reply.body).encode()
+                self.send_response(reply.status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for name, value in reply.headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                if not reply.drip_seconds:
+                    self.wfile.write(data)
+                    return
+                try:
+                    for offset in range(len(data)):
+                        self.wfile.write(data[offset : offset + 1])
+                        self.wfile.flush()
+                        time.sleep(reply.drip_seconds)
+                except OSError:
+                    pass  # the client gave up, as it should
 
             def _refuse(self) -> None:
                 server.writes.append((self.command, self.path))
