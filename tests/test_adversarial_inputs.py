@@ -120,3 +120,15 @@ def test_a_nan_ceiling_is_not_a_number(capsys: pytest.CaptureFixture[str]) -> No
         1,
         "utilization ceiling must be a number in (0, 1], got nan\n",
     )
+
+
+def test_replicas_stop_at_the_ceiling(capsys: pytest.CaptureFixture[str]) -> None:
+    out = io.StringIO()
+    assert main(["tune", "--gpu", "H20", "--measured-mib", "300"], out) == 0
+    # floor(0.9 x 97871 / 300) = 293 by memory; 110 (the kubelet's default max pods) is the ceiling.
+    # 110 x 300 / 97871 = 33.7 %; 97871 / 110 - 300 = 589.7 MiB.
+    assert out.getvalue() == (
+        "H20: 97871 MiB, largest process 300 MiB, ceiling 0.9\n"
+        "replicas: 110  utilization 33.7 %  headroom ~589 MiB per slot (at most 110 per GPU: the kubelet's "
+        "default max pods per node)\n"
+    )
