@@ -343,16 +343,19 @@ def test_kubeconfig_that_is_not_a_file(tmp_path: Path) -> None:
         "/dev/zero": "is a character device, not a regular file; not read",
         str(deep): "nested too deeply",
     }
-    for path, reason in cases.items():
-        done = subprocess.run(
+    processes = {
+        path: subprocess.Popen(
             [sys.executable, "-m", "gpushare", "verify", "--stack", "prod", "--kubeconfig", path],
             cwd=PROJECT_DIR,
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
-            timeout=60,
-            check=False,
         )
-        assert (done.returncode, done.stderr) == (
+        for path in cases
+    }
+    for path, process in processes.items():
+        _, err = process.communicate(timeout=60)
+        assert (process.returncode, err) == (
             2,
-            f"verify: cannot check: cannot load the kube config ({path}): {reason}\n",
-        )
+            f"verify: cannot check: cannot load the kube config ({path}): {cases[path]}\n",
+        ), path
