@@ -110,7 +110,11 @@ class GpuSharingCluster(pulumi.ComponentResource):
             after_handover = pulumi.ResourceOptions(parent=self, depends_on=handover)
             if plugin.mode == "helm":
                 DevicePluginRelease(
-                    f"{name}-device-plugin", DevicePluginReleaseArgs(plugin, entries), after_handover
+                    f"{name}-device-plugin",
+                    DevicePluginReleaseArgs(
+                        plugin, entries, [taint for pool in self.plan.stack.pools for taint in pool.taints]
+                    ),
+                    after_handover,
                 )
             else:
                 GpuOperatorRelease(

@@ -44,8 +44,8 @@ FLOOR = (
     "largest process with nvidia-smi --query-compute-apps=used_memory"
 )
 UNTOLERATED = (
-    "the plugin would never run on this pool's nodes (0 slots); use mode daemonsets (its DaemonSets "
-    "tolerate every taint) or drop the taint"
+    "the plugin would never run on this pool's nodes (0 slots); use mode daemonsets or helm (they "
+    "tolerate every pool taint) or drop the taint"
 )
 TOO_DEEP = f"{F}: not valid YAML: nested more than 32 levels deep"
 
@@ -117,16 +117,8 @@ CASES = [
             0, "driver", {"name": "NVIDIA", "version": "\uff15\uff13\uff15.\uff11\uff16\uff11.\uff10\uff17"}
         ),
     ),
-    # (2) The plan knows what the plugin tolerates (the charts' tolerations: CriticalAddonsOnly and
-    # nvidia.com/gpu:NoSchedule for the device-plugin chart, nvidia.com/gpu:NoSchedule for the operator).
-    Case(
-        "helm-untolerated-taint",
-        f"{F}: gpushare:pools[0].taints[0]: dedicated=inference:NoSchedule is not tolerated by the "
-        "device-plugin chart's DaemonSet, which tolerates only CriticalAddonsOnly and nvidia.com/gpu:NoSchedule: "
-        + UNTOLERATED,
-        HELM_MIG,
-        _pool(0, "taints", [{"key": "dedicated", "value": "inference", "effect": "NoSchedule"}]),
-    ),
+    # (2) The plan knows what the plugin tolerates: the operator's ClusterPolicy tolerates only
+    # nvidia.com/gpu:NoSchedule (helm mode renders the pool taints as tolerations: test_plugin_tolerations).
     Case(
         "operator-gpu-taint-no-execute",
         f"{F}: gpushare:pools[1].taints[0]: nvidia.com/gpu=:NoExecute is not tolerated by the GPU Operator's "
