@@ -8,10 +8,13 @@ which check required fields, serialised back to camelCase JSON). A 403 on one ki
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
+import signal
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -57,6 +60,10 @@ MAX_RUN_BYTES = 256 * 1024 * 1024
 # MAX_THROTTLED_RETRIES times per request (API Priority and Fairness answers `Retry-After: 1`).
 MAX_RETRY_AFTER_SECONDS = 5.0
 MAX_THROTTLED_RETRIES = 3
+# The backstop behind the deadlines above, for what they cannot see (a server that drips its status line
+# and headers, a TLS handshake or an exec credential plugin that never ends): an interval timer in the
+# main thread stops the reading HARD_STOP_GRACE_SECONDS after RUN_SECONDS.
+HARD_STOP_GRACE_SECONDS = 10.0
 _CHUNK = 64 * 1024
 _PLUGIN_CHECKS = (PLUGIN_CONFIG_CURRENT, PLUGIN_CRASHLOOP, MANAGED_PLUGIN_DRIFT)
 # Owners of pending pods, read to see whether a rollout waits behind them.
@@ -74,6 +81,34 @@ class ClusterUnavailable(GpushareError):
 
 class MalformedAnswer(ClusterUnavailable):
     """The API server answered something that is not what a Kubernetes API server sends."""
+
+
+class _HardStop(BaseException):
+    """Raised by the interval timer: a BaseException, so that no `except Exception` on the way swallows it."""
+
+
+@contextlib.contextmanager
+def hard_stop(seconds: float, server: str) -> Iterator[None]:
+    """Stop whatever runs inside after `seconds` (ClusterUnavailable). Only in the main thread, and only
+    when no other interval timer is set (a caller's own guard stays in charge)."""
+    if threading.current_thread() is not threading.main_thread() or signal.getitimer(signal.ITIMER_REAL)[0]:
+        yield
+        return
+
+    def stop(signum: int, frame: object) -> None:
+        raise _HardStop()
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    except _HardStop:
+        raise ClusterUnavailable(
+            f"{server}: no complete answers within {seconds:g} s; verify stopped"
+        ) from None
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def _kubeconfig_files(kubeconfig: str | None) -> list[str]:
@@ -389,6 +424,14 @@ def _owned_by(pod: K8sObject, uid: str) -> bool:
 
 
 def read_snapshot(
+    api: client.ApiClient, expected: ClusterExpectation, now: datetime | None = None
+) -> ClusterSnapshot:
+    """Everything `verify` checks, read within the bounds above (and the hard stop behind them)."""
+    with hard_stop(RUN_SECONDS + HARD_STOP_GRACE_SECONDS, str(api.configuration.host)):
+        return _read_snapshot(api, expected, now)
+
+
+def _read_snapshot(
     api: client.ApiClient, expected: ClusterExpectation, now: datetime | None = None
 ) -> ClusterSnapshot:
     reader = _Reader(api)

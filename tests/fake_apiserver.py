@@ -112,6 +112,8 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     drip_seconds: float = 0.0
     """Send the body one byte at a time, this long apart (Content-Length still announces all of it)."""
+    drip_headers: bool = False
+    """Drip the status line and headers too (a socket read timeout never fires, nor a body deadline)."""
 
 
 Override = Callable[[str, dict[str, list[str]]], Reply | None]
@@ -408,6 +410,11 @@ class FakeApiServer:
 
             def _send(self, reply: Reply) -> None:
                 data = reply.body if isinstance(reply.body, bytes) else json.dumps(reply.body).encode()
+                if reply.drip_headers:
+                    head = f"HTTP/1.1 {reply.status} OK\r\nContent-Type: application/json\r\n"
+                    data = f"{head}Content-Length: {len(data)}\r\n\r\n".encode() + data
+                    self._drip(data, reply.drip_seconds)
+                    return
                 self.send_response(reply.status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
@@ -417,11 +424,14 @@ class FakeApiServer:
                 if not reply.drip_seconds:
                     self.wfile.write(data)
                     return
+                self._drip(data, reply.drip_seconds)
+
+            def _drip(self, data: bytes, seconds: float) -> None:
                 try:
                     for offset in range(len(data)):
                         self.wfile.write(data[offset : offset + 1])
                         self.wfile.flush()
-                        time.sleep(reply.drip_seconds)
+                        time.sleep(seconds)
                 except OSError:
                     pass  # the client gave up, as it should
 

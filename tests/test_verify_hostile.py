@@ -259,6 +259,24 @@ def test_a_dripped_body_meets_the_request_deadline(
     assert seconds < BOUND_SECONDS
 
 
+def test_a_server_dripping_its_headers_meets_the_hard_stop(
+    server: FakeApiServer, kubeconfig: Path, prod: list[Obj], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each byte of the status line comes within any read timeout, and no body deadline has started yet.
+    monkeypatch.setattr(cluster_reader, "RUN_SECONDS", 1.0)
+    monkeypatch.setattr(cluster_reader, "HARD_STOP_GRACE_SECONDS", 0.5)
+    server.load(prod)
+    server.override = lambda path, query: (
+        Reply(200, server.answer(path), drip_seconds=0.1, drip_headers=True) if nodes_path(path) else None
+    )
+    code, _, err, seconds = run_loaded(kubeconfig)
+    assert (code, err) == (
+        2,
+        f"verify: cannot check: {server.url}: no complete answers within 1.5 s; verify stopped\n",
+    )
+    assert seconds < BOUND_SECONDS
+
+
 def test_the_whole_run_has_a_deadline(
     server: FakeApiServer, kubeconfig: Path, prod: list[Obj], monkeypatch: pytest.MonkeyPatch
 ) -> None:
