@@ -7,20 +7,19 @@ of request misbehave. Deadlines are shortened per test so that a bound shows in 
 
 from __future__ import annotations
 
-import copy
 import io
 import json
 import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import test_verify
 from fake_apiserver import FakeApiServer, Reply
-from test_verify import PROJECT_DIR, SCHEDULER_MESSAGE, Obj, checks, prod_cluster, rendered
+from test_verify import PROJECT_DIR, Obj, checks
 
 from gpushare import cli, cluster_reader
 
@@ -31,28 +30,11 @@ FORBIDDEN_BUT_NODES = tuple(
 BOUND_SECONDS = 10  # every refusal below comes far sooner; a hang would take minutes or forever
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[FakeApiServer]:
-    fake = FakeApiServer().start()
-    yield fake
-    fake.stop()
-
-
-@pytest.fixture(scope="module")
-def kubeconfig(server: FakeApiServer, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return server.write_kubeconfig(tmp_path_factory.mktemp("kube") / "config")
-
-
-@pytest.fixture(scope="module")
-def prod_objects() -> tuple[list[Obj], dict[str, dict[str, str]]]:
-    manifests, labels, _ = rendered(PROJECT_DIR, "prod")
-    return manifests, labels
-
-
-@pytest.fixture
-def prod(prod_objects: tuple[list[Obj], dict[str, dict[str, str]]]) -> list[Obj]:
-    """The healthy prod cluster, as test_verify builds it."""
-    return prod_cluster(copy.deepcopy(prod_objects[0]), prod_objects[1])
+# test_verify's fixtures, shared: one fake API server per module, the rendered prod cluster per test.
+server = test_verify.server
+kubeconfig = test_verify.kubeconfig
+prod_render = test_verify.prod_render
+prod = test_verify.prod
 
 
 def run(
@@ -149,48 +131,22 @@ def test_quantities_are_read_as_kubernetes_writes_them(
 def test_a_gpu_pending_pod_without_a_namespace_is_malformed_data(
     server: FakeApiServer, kubeconfig: Path, prod: list[Obj]
 ) -> None:
-    pod = {
-        "metadata": {
-            "name": "nlp-7d9f-abcde",
-            "uid": "0b0e7c1e-0000-4000-8000-000000000001",
-            "ownerReferences": [
-                {
-                    "apiVersion": "apps/v1",
-                    "kind": "ReplicaSet",
-                    "name": "nlp-7d9f",
-                    "uid": "u",
-                    "controller": True,
-                }
-            ],
-        },
-        "spec": {"containers": [{"name": "nlp", "image": "nlp:1"}]},
-        "status": {
-            "phase": "Pending",
-            "conditions": [
-                {
-                    "type": "PodScheduled",
-                    "status": "False",
-                    "reason": "Unschedulable",
-                    "message": SCHEDULER_MESSAGE,
-                }
-            ],
-        },
-    }
+    test_verify.freeze_rollout(prod)  # a Deployment frozen behind a GPU-Pending pod in namespace nlp
 
     def pending(path: str, query: dict[str, list[str]]) -> Reply | None:
-        if path == "/api/v1/pods" and query.get("fieldSelector") == ["status.phase=Pending"]:
-            return Reply(
-                200,
-                {"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "1"}, "items": [pod]},
-            )
-        return None
+        if path != "/api/v1/pods" or query.get("fieldSelector") != ["status.phase=Pending"]:
+            return None
+        answer = server.answer(path, query)
+        for item in answer["items"]:
+            del item["metadata"]["namespace"]
+        return Reply(200, answer)
 
     server.load(prod)
     server.override = pending
     code, _, err, _ = run_loaded(kubeconfig)
     assert (code, err) == (
         2,
-        f"verify: cannot check: {server.url}: list pods: pod 'nlp-7d9f-abcde' has no metadata.namespace (a malformed answer)\n",
+        f"verify: cannot check: {server.url}: list pods: pod 'nlp-infer-5f6d8b-mz2kq' has no metadata.namespace (a malformed answer)\n",
     )
 
 
