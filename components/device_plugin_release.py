@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from gpushare import kube_names, plugin_pod
+from gpushare import kube_names, plugin_pod, plugin_tolerations
 from gpushare.plan import FALLBACK_KEY
 from gpushare.plugin_configs import PluginConfigEntry
 from gpushare.stack_config import DevicePlugin
@@ -21,6 +21,8 @@ CHART = "nvidia-device-plugin"
 class DevicePluginReleaseArgs:
     plugin: DevicePlugin
     entries: Sequence[PluginConfigEntry]
+    # Every pool's taints: the plugin must tolerate them to run there (the chart's defaults do not).
+    pool_taints: Sequence[Mapping[str, str]] = ()
 
 
 def release_values(args: DevicePluginReleaseArgs) -> dict[str, Any]:
@@ -33,10 +35,7 @@ def release_values(args: DevicePluginReleaseArgs) -> dict[str, Any]:
         },
         "gfd": {"enabled": plugin.gfd_enabled},
         "priorityClassName": plugin_pod.PRIORITY_CLASS,
-        "tolerations": [
-            {"key": "CriticalAddonsOnly", "operator": "Exists"},
-            {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
-        ],
+        "tolerations": plugin_tolerations.helm_tolerations(args.pool_taints),
         # Provenance of every replica count, visible on the plugin pods.
         "podAnnotations": {kube_names.tuning_annotation(e.key): e.provenance_json for e in args.entries},
     }

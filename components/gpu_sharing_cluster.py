@@ -150,7 +150,11 @@ class GpuSharingCluster(pulumi.ComponentResource):
             after_handover = pulumi.ResourceOptions(parent=cluster, depends_on=handover)
             if plugin.mode == "helm":
                 DevicePluginRelease(
-                    f"{name}-device-plugin", DevicePluginReleaseArgs(plugin, entries), after_handover
+                    f"{name}-device-plugin",
+                    DevicePluginReleaseArgs(
+                        plugin, entries, [taint for pool in plan.stack.pools for taint in pool.taints]
+                    ),
+                    after_handover,
                 )
                 helm_release_names.append(DEVICE_PLUGIN_RELEASE)
             else:

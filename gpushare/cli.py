@@ -21,7 +21,13 @@ from gpushare.errors import GpushareError
 from gpushare.gpu_memory.options import add_source_arguments
 from gpushare.plan import build_plan, capacity_json, capacity_table
 from gpushare.stack_config import CONFIG_ENV_LIMIT_BYTES, CONFIG_ENV_WARN_BYTES, StackConfig, load_stack
-from gpushare.tuning import DEFAULT_CEILING, largest_process_mib, total_memory_mib, tune
+from gpushare.tuning import (
+    DEFAULT_CEILING,
+    MAX_REPLICAS_PER_GPU,
+    largest_process_mib,
+    total_memory_mib,
+    tune,
+)
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 
@@ -101,7 +107,13 @@ def cmd_tune(args: argparse.Namespace, out: TextIO) -> int:
     if result.shared:
         out.write(
             f"replicas: {result.replicas}  utilization {result.utilization * 100:.1f} %  "
-            f"headroom ~{int(result.headroom_mib_per_slot)} MiB per slot\n"
+            f"headroom ~{int(result.headroom_mib_per_slot)} MiB per slot"
+            + (
+                f" (at most {MAX_REPLICAS_PER_GPU} per GPU: the kubelet's default max pods per node)"
+                if result.replicas == MAX_REPLICAS_PER_GPU
+                else ""
+            )
+            + "\n"
         )
     else:
         out.write("replicas: 1 - sharing off (the device plugin needs >= 2; emit no time-slicing entry)\n")

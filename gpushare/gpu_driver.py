@@ -3,16 +3,16 @@ policy pack (`mig-driver-supported`); the floor per GPU is the catalog's `mig_mi
 
 from __future__ import annotations
 
-import re
-
 from gpushare.catalog import GpuModel
+from gpushare.kube_syntax import anchored
 
-_DOTTED = re.compile(r"^\d+(\.\d+)*$")
+# ASCII digits: `535.161.07` as NVIDIA writes it; full-width `５３５` is no version a driver reports.
+is_dotted_version = anchored(r"[0-9]+(\.[0-9]+)*")
 
 
 def _parts(version: str) -> tuple[int, ...] | None:
     version = version.strip()
-    return tuple(int(p) for p in version.split(".")) if _DOTTED.match(version) else None
+    return tuple(int(p) for p in version.split(".")) if is_dotted_version(version) else None
 
 
 def known_older(version: str, floor: str) -> bool:

@@ -22,7 +22,7 @@ from typing import Literal
 from gpushare.catalog import GpuModel, MigProfile
 from gpushare.errors import GpushareError
 from gpushare.mig_geometry import MigLayoutError, fit_layout
-from gpushare.tuning import DEFAULT_CEILING, Tuning, check_ceiling, tune
+from gpushare.tuning import DEFAULT_CEILING, Tuning, check_ceiling, check_measured, tune
 
 OptionMode = Literal["time-slicing", "exclusive", "mig"]
 
@@ -260,8 +260,7 @@ def _on_front(option: LayoutOption, options: Sequence[LayoutOption]) -> bool:
 def advise(gpu: GpuModel, measured_mib: int, ceiling: float = DEFAULT_CEILING) -> AdviceReport:
     """Every option for `measured_mib` on `gpu`, best first; `GpushareError` if the process fits nowhere."""
     check_ceiling(ceiling)
-    if measured_mib <= 0:
-        raise GpushareError(f"measured memory must be > 0 MiB, got {measured_mib}")
+    check_measured(measured_mib)
     options = _whole_gpu_options(gpu, measured_mib, ceiling)
     tunings = {
         p.name: tune(gpu, measured_mib, ceiling, mig_profile=p.name)

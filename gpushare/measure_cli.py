@@ -78,25 +78,34 @@ def _table(peaks: list[PoolPeak]) -> str:
 
 
 def _nodes(api: Any) -> list[dict[str, Any]]:
+    """The stack's pool nodes, read as `verify` reads the cluster: one bounded GET (deadlines, size limit)."""
     from kubernetes import client
     from kubernetes.client.exceptions import ApiException
 
-    from gpushare.cluster_reader import REQUEST_TIMEOUT, ClusterUnavailable
+    from gpushare.cluster_reader import BoundedGet, ClusterUnavailable, MalformedAnswer
 
     server = api.configuration.host
     try:
-        listed = client.CoreV1Api(api).list_node(
-            label_selector=kube_names.LABEL_POOL, _request_timeout=REQUEST_TIMEOUT
+        body = BoundedGet(api).read(
+            client.CoreV1Api(api).list_node, "list nodes", label_selector=kube_names.LABEL_POOL
         )
     except ApiException as err:
         raise ClusterUnavailable(
             f"{server}: list nodes failed: {err.status} {str(err.reason or '').strip()}"
         ) from None
+    except ClusterUnavailable:
+        raise
     except Exception as err:  # urllib3 and credential errors: one line, exit 2
         raise ClusterUnavailable(
             f"cannot reach the API server at {server}: {' '.join(str(err).split())[:200]}"
         ) from None
-    return [api.sanitize_for_serialization(n) for n in listed.items or []]
+    try:
+        items = json.loads(body).get("items") or []
+    except (ValueError, AttributeError):
+        raise MalformedAnswer(f"{server}: list nodes: the answer is not a NodeList") from None
+    if not isinstance(items, list) or not all(isinstance(n, dict) for n in items):
+        raise MalformedAnswer(f"{server}: list nodes: the answer is not a NodeList")
+    return items
 
 
 def cmd_measure(args: argparse.Namespace, out: TextIO) -> int:

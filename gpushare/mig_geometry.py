@@ -21,8 +21,8 @@ from gpushare.errors import GpushareError
 
 # A GPU-instance profile name starts with its compute slice count: `3g.48gb` is 3 slices
 # (MIG User Guide, "MIG Device Names"). tests/test_mig_geometry.py checks the catalog agrees.
-_COMPUTE_PREFIX = re.compile(r"^(\d+)g\.")
-_SIZES = re.compile(r"^(\d+)g\.(\d+)gb")
+_COMPUTE_PREFIX = re.compile(r"^([0-9]+)g\.")  # ASCII digits, as nvidia-smi and mig-parted write them
+_SIZES = re.compile(r"^([0-9]+)g\.([0-9]+)gb")
 
 
 class MigLayoutError(GpushareError):

@@ -26,11 +26,20 @@ from pydantic import (
     model_validator,
 )
 
-from gpushare import catalog, gpu_driver, kube_names, kube_syntax, tke_limits
+from gpushare import (
+    catalog,
+    gpu_driver,
+    input_files,
+    kube_names,
+    kube_syntax,
+    plugin_tolerations,
+    tke_limits,
+    yaml_bounds,
+)
 from gpushare.errors import ConfigError, GpushareError
 from gpushare.mig_geometry import fit_layout
 from gpushare.stack_yaml import load_cli_yaml
-from gpushare.tuning import DEFAULT_CEILING
+from gpushare.tuning import DEFAULT_CEILING, measurement_problem
 
 PROJECT = "gpushare"
 DEFAULT_CHART_VERSION = "0.17.1"
@@ -49,7 +58,7 @@ SECRET_KEYS = frozenset(
     {"tencentcloud:secretId", "tencentcloud:secretKey", "tencentcloud:securityToken", f"{PROJECT}:kubeconfig"}
 )
 # RFC 1123 label: a pool name becomes a label value, a ConfigMap key and part of object names.
-_POOL_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_is_pool_name = kube_syntax.anchored(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 
 
 def _at(path: str, message: str) -> ValueError:
@@ -60,7 +69,7 @@ def _at(path: str, message: str) -> ValueError:
 # No GPU server carries more (HGX-2/DGX-2: 16); a larger number is a typo that would size the plan.
 MAX_GPUS_PER_NODE = 16
 # TencentCloud region ids: ap-singapore, na-siliconvalley, ap-shanghai-fsi.
-_REGION = re.compile(r"^[a-z]{2}-[a-z]+(-[a-z0-9]+)*$")
+_is_region = kube_syntax.anchored(r"[a-z]{2}-[a-z]+(-[a-z0-9]+)*")
 
 
 def _syntax(rule: Callable[[str], str | None], value: str) -> str:
@@ -69,6 +78,28 @@ def _syntax(rule: Callable[[str], str | None], value: str) -> str:
     if problem:
         raise ValueError(problem)
     return value
+
+
+def _matching(pattern: str) -> Callable[[str], str]:
+    """A check of one anchored ASCII rule (`kube_syntax.anchored`) for a field validator. pydantic's own
+    `pattern=` takes Unicode digits for `\\d` (`1.\uff13\uff10`), so no field uses it."""
+    matches = kube_syntax.anchored(pattern)
+
+    def check(value: str) -> str:
+        if not matches(value):
+            raise ValueError(f"does not match ^{pattern}$")
+        return value
+
+    return check
+
+
+_match_cluster_id = _matching(r"cls-[a-z0-9]+")
+_match_vpc_id = _matching(r"vpc-[a-z0-9]+")
+_match_minor_version = _matching(r"1\.[0-9]+")
+_match_dns_label = _matching(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_match_runtime_class = _matching(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
+_is_subnet = kube_syntax.anchored(r"subnet-[a-z0-9]+")
+_match_node_os = _matching(r"\S(.*\S)?")
 
 
 def measurement_date(value: str) -> date | None:
@@ -104,16 +135,31 @@ class _Model(BaseModel):
 
 
 class Cluster(_Model):
-    id: str = Field(pattern=r"^cls-[a-z0-9]+$")
-    vpc_id: str = Field(alias="vpcId", pattern=r"^vpc-[a-z0-9]+$")
+    id: str
+    vpc_id: str = Field(alias="vpcId")
     subnet_ids: tuple[str, ...] = Field(alias="subnetIds", min_length=1)
-    kubernetes_version: str = Field(alias="kubernetesVersion", pattern=r"^1\.\d+$")
+    kubernetes_version: str = Field(alias="kubernetesVersion")
+
+    @field_validator("id")
+    @classmethod
+    def _cluster_id(cls, value: str) -> str:
+        return _match_cluster_id(value)
+
+    @field_validator("vpc_id")
+    @classmethod
+    def _vpc_id(cls, value: str) -> str:
+        return _match_vpc_id(value)
+
+    @field_validator("kubernetes_version")
+    @classmethod
+    def _minor_version(cls, value: str) -> str:
+        return _match_minor_version(value)
 
     @field_validator("subnet_ids")
     @classmethod
     def _subnets(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         for subnet in value:
-            if not re.match(r"^subnet-[a-z0-9]+$", subnet):
+            if not _is_subnet(subnet):
                 raise ValueError(f"{subnet!r} is not a subnet id (subnet-...)")
         return value
 
@@ -173,10 +219,8 @@ class GpuOperator(_Model):
 
     chart_version: OperatorChartVersion = Field(default=DEFAULT_OPERATOR_CHART_VERSION, alias="chartVersion")
     chart_repository: str = Field(default=OPERATOR_CHART_REPOSITORY, alias="chartRepository")
-    namespace: str = Field(default="gpu-operator", pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63)
-    runtime_class: str = Field(
-        default="runc", alias="runtimeClass", pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length=63
-    )
+    namespace: str = Field(default="gpu-operator", max_length=63)
+    runtime_class: str = Field(default="runc", alias="runtimeClass", max_length=63)
     driver_enabled: bool = Field(default=False, alias="driverEnabled")
     toolkit_enabled: bool = Field(default=False, alias="toolkitEnabled")
     cdi_enabled: bool = Field(default=False, alias="cdiEnabled")
@@ -187,6 +231,16 @@ class GpuOperator(_Model):
     # Also set TKE's `gpu_args.mig_enable` on MIG pools (MIG mode on from first boot, but TKE's own layout
     # and reboot behaviour are UNKNOWN; the MIG manager alone owns the layout when false).
     tke_mig_enable: bool = Field(default=False, alias="tkeMigEnable")
+
+    @field_validator("namespace")
+    @classmethod
+    def _namespace(cls, value: str) -> str:
+        return _match_dns_label(value)
+
+    @field_validator("runtime_class")
+    @classmethod
+    def _runtime_class(cls, value: str) -> str:
+        return _match_runtime_class(value)
 
     @property
     def plugin_version(self) -> str:
@@ -276,7 +330,9 @@ class DevicePlugin(_Model):
 
 
 class Sharing(_Model):
-    utilization_ceiling: float = Field(default=DEFAULT_CEILING, alias="utilizationCeiling", gt=0, le=1)
+    utilization_ceiling: float = Field(
+        default=DEFAULT_CEILING, alias="utilizationCeiling", gt=0, le=1, allow_inf_nan=False
+    )
     max_measurement_age_days: int = Field(default=180, alias="maxMeasurementAgeDays", gt=0)
     device_plugin: DevicePlugin = Field(default_factory=DevicePlugin, alias="devicePlugin")
     # Defined below with the measurements; pydantic resolves the name when the model is first built.
@@ -301,6 +357,14 @@ class Measurement(_Model):
     measured_mib: int = Field(alias="measuredMiB", gt=0)
     measured_at: str | None = Field(default=None, alias="measuredAt")
     source: str | None = None
+
+    @field_validator("measured_mib")
+    @classmethod
+    def _plausible(cls, value: int) -> int:
+        problem = measurement_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
 
     @field_validator("measured_at")
     @classmethod
@@ -401,6 +465,14 @@ class GpuDriver(SoftwareVersion):
     cuda: SoftwareVersion | None = None
     cudnn: Cudnn | None = None
 
+    @field_validator("version")
+    @classmethod
+    def _dotted(cls, value: str) -> str:
+        # NVIDIA numbers drivers in ASCII (535.161.07); the MIG minimum-driver check compares those numbers.
+        if not gpu_driver.is_dotted_version(value):
+            raise ValueError(f"{value!r} is not a driver version (ASCII digits and dots, like 535.161.07)")
+        return value
+
 
 class Pool(_Model):
     name: str
@@ -416,7 +488,7 @@ class Pool(_Model):
     # create fails and nothing is deleted. True deletes the old pool and its nodes first (the pool's
     # capacity is gone until new nodes join).
     delete_before_replace: bool = Field(default=False, alias="deleteBeforeReplace")
-    node_os: str = Field(default="tlinux3.1x86_64", alias="nodeOs", pattern=r"^\S(.*\S)?$")
+    node_os: str = Field(default="tlinux3.1x86_64", alias="nodeOs")
     labels: dict[str, str] = Field(default_factory=dict)
     taints: tuple[dict[str, str], ...] = ()
     driver: GpuDriver | None = None
@@ -424,12 +496,17 @@ class Pool(_Model):
     @field_validator("name")
     @classmethod
     def _label_safe(cls, value: str) -> str:
-        if not _POOL_NAME.match(value) or value == "any":
+        if not _is_pool_name(value) or value == "any":
             raise ValueError(
                 f"{value!r} must be a lowercase RFC 1123 label (it becomes a ConfigMap key and a label "
                 "value) and not 'any' (the fallback key)"
             )
         return value
+
+    @field_validator("node_os")
+    @classmethod
+    def _node_os(cls, value: str) -> str:
+        return _match_node_os(value)
 
     @field_validator("labels")
     @classmethod
@@ -559,7 +636,7 @@ class StackConfig(_Model):
     @field_validator("region")
     @classmethod
     def _region(cls, value: str | None) -> str | None:
-        if value is not None and not _REGION.match(value):
+        if value is not None and not _is_region(value):
             raise ValueError(
                 f"{value!r} is not a TencentCloud region (like ap-singapore or na-siliconvalley)"
             )
@@ -584,6 +661,15 @@ class StackConfig(_Model):
                     f"pool {kube_names.LABEL_DEVICE_ENABLE}={managed.device_enable_value}"
                     + (" (TKE's plugin would run beside gpushare's)" if managed.action == "optOut" else ""),
                 )
+        for index, pool in enumerate(self.pools):
+            untolerated = plugin_tolerations.untolerated_taint(plugin.mode, pool.taints)
+            if untolerated is not None:
+                raise _at(f"pools[{index}].taints[{untolerated[0]}]", untolerated[1])
+            disabled = plugin_tolerations.disabled_operand(
+                plugin.mode, pool.labels, isinstance(pool.sharing, Mig)
+            )
+            if disabled is not None:
+                raise _at(f"pools[{index}].labels[{json.dumps(disabled[0])}]", disabled[1])
         if managed.action == "adopt":
             if plugin.mode != "daemonsets":
                 raise _at(
@@ -722,7 +808,7 @@ def _json_scalar(value: object) -> str:
 def load_stack(project_dir: Path, stack: str, *, today: date | None = None) -> StackConfig:
     """THE way every command (plan, render, check, verify) reads a stack: `Pulumi.<stack>.yaml` in
     `project_dir`, refused in one `ConfigError` naming the file and key before anything runs."""
-    if not STACK_NAME.match(stack):
+    if not is_stack_name(stack):
         raise ConfigError(f"not a stack name: {stack!r} (letters, digits, '_', '.' and '-')")
     return load_stack_file(Path(project_dir) / stack_file_name(stack), stack, today=today)
 
@@ -741,6 +827,16 @@ def load_stack_file(path: Path, stack: str | None = None, *, today: date | None 
     secret_keys = []
     for key, value in (document.get("config") or {}).items():
         full = key if ":" in str(key) else f"{PROJECT}:{key}"
+        if full in values:
+            # The CLI reads `pools` as `gpushare:pools` (the project's namespace is implied): one would
+            # silently replace the other.
+            first = next(k for k in document["config"] if (k if ":" in str(k) else f"{PROJECT}:{k}") == full)
+            raise ConfigError(
+                f"given twice, as config.{first} and as config.{key} (a key without a namespace is the "
+                f"project's: both are {full}); keep one",
+                source=source,
+                key=full,
+            )
         if isinstance(value, dict) and "secure" in value:
             if set(value) != {"secure"} or not isinstance(value["secure"], str):
                 raise ConfigError(
@@ -759,7 +855,7 @@ def load_stack_file(path: Path, stack: str | None = None, *, today: date | None 
 
 
 # Pulumi stack names (optionally org/project/stack are not file names); anything else would make a path.
-STACK_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
+is_stack_name = kube_syntax.anchored(r"[A-Za-z0-9_.-]+")
 # Linux's MAX_ARG_STRLEN: the most one environment variable (`PULUMI_CONFIG=...`) may hold.
 CONFIG_ENV_LIMIT_BYTES = 128 * 1024
 # plan and render warn from here on: `check` (and `pulumi preview --policy-pack`) stop at the limit.
@@ -770,21 +866,27 @@ MAX_STACK_FILE_BYTES = 4 * 1024 * 1024
 MAX_STACK_VALUES = 1_000_000
 
 
+# Nothing a stack holds nests deeper (config > gpushare:pools > [i] > sharing > timeSlicing > ...); the
+# JSON conversion and the models recurse per level.
+MAX_STACK_DEPTH = 32
+_TOO_DEEP = f"not valid YAML: nested more than {MAX_STACK_DEPTH} levels deep"
+# What the reader's own words become in a stack file's line.
+_STACK_FILE_WORDS = {
+    "is a directory, not a file": "is a directory, not a stack file",
+    f"larger than {MAX_STACK_FILE_BYTES // 1024 // 1024} MiB; not read": (
+        f"larger than {MAX_STACK_FILE_BYTES // 1024 // 1024} MiB; not a stack file"
+    ),
+}
+
+
 def _read_stack_document(path: Path) -> Any:
     source = path.name
     try:
-        if path.is_dir():
-            raise ConfigError("is a directory, not a stack file", source=source)
-        with path.open("rb") as stream:
-            raw = stream.read(MAX_STACK_FILE_BYTES + 1)
-    except FileNotFoundError:
-        raise ConfigError(f"no such stack file ({path})", source=source) from None
-    except OSError as err:
-        raise ConfigError(f"cannot read: {err.strerror}", source=source) from None
-    if len(raw) > MAX_STACK_FILE_BYTES:
-        raise ConfigError(
-            f"larger than {MAX_STACK_FILE_BYTES // 1024 // 1024} MiB; not a stack file", source=source
-        )
+        raw = input_files.read_bytes(path, MAX_STACK_FILE_BYTES)
+    except input_files.InputFileError as err:
+        if err.message == "no such file":
+            raise ConfigError(f"no such stack file ({path})", source=source) from None
+        raise ConfigError(_STACK_FILE_WORDS.get(err.message, err.message), source=source) from None
     try:
         text = raw.decode("utf-8-sig")  # the CLI strips a UTF-8 BOM too
     except UnicodeDecodeError as err:
@@ -793,54 +895,19 @@ def _read_stack_document(path: Path) -> Any:
             source=source,
         ) from None
     try:
+        # Before the C parser: libyaml recurses per `[`, and 25 000 of them overflow its stack (a signal,
+        # not an error).
+        yaml_bounds.check_flow_depth(text)
         document = load_cli_yaml(text)
+    except (yaml_bounds.YamlBoundError, yaml_bounds.YamlTooDeepError, RecursionError):
+        raise ConfigError(_TOO_DEEP, source=source) from None
     except yaml.YAMLError as err:
-        raise ConfigError(f"not valid YAML: {_yaml_problem(err)}", source=source) from None
-    except RecursionError:
-        raise ConfigError("not valid YAML: nested too deeply", source=source) from None
-    if _expands_beyond(document, MAX_STACK_VALUES):
+        raise ConfigError(f"not valid YAML: {yaml_bounds.yaml_problem(err)}", source=source) from None
+    problem = yaml_bounds.shape_problem(document, max_values=MAX_STACK_VALUES, max_depth=MAX_STACK_DEPTH)
+    if problem is not None:
         # PyYAML shares aliased objects, but everything after it (JSON, validation) would expand them.
-        raise ConfigError(
-            f"expands to more than {MAX_STACK_VALUES} values (YAML aliases referring to aliases)",
-            source=source,
-        )
+        raise ConfigError(problem if problem.startswith("expands") else _TOO_DEEP, source=source)
     return document
-
-
-def _expands_beyond(document: Any, limit: int) -> bool:
-    """Whether `document`, with every alias expanded, holds more than `limit` values. Shared (aliased)
-    containers are sized once, so this costs what the file holds, not what it expands to; a container
-    that contains itself (`&a [*a]`) expands forever."""
-    sizes: dict[int, int] = {}
-    open_containers: set[int] = set()
-    pending: list[tuple[Any, bool]] = [(document, False)]
-    while pending:
-        node, children_sized = pending.pop()
-        if not isinstance(node, dict | list) or id(node) in sizes:
-            continue
-        children = list(node.values()) if isinstance(node, dict) else node
-        if children_sized:
-            open_containers.discard(id(node))
-            sizes[id(node)] = 1 + sum(sizes.get(id(child), 1) for child in children)
-            if sizes[id(node)] > limit:
-                return True
-            continue
-        if id(node) in open_containers:
-            return True  # reached again before it was sized: it contains itself
-        open_containers.add(id(node))
-        pending.append((node, True))
-        pending.extend((child, False) for child in children)
-    return False
-
-
-def _yaml_problem(err: yaml.YAMLError) -> str:
-    """One line: where and what (PyYAML's own message spans several lines with a code excerpt)."""
-    if isinstance(err, yaml.MarkedYAMLError):
-        mark = err.problem_mark or err.context_mark
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        what = " ".join(part for part in (err.problem, err.context) if part) or "cannot parse"
-        return where + " ".join(what.split())
-    return " ".join(str(err).split())
 
 
 def _cli_string(value: Any) -> str:
@@ -873,9 +940,9 @@ def _check_kubernetes_schema(config: StackConfig) -> None:
     if spec is None or not spec.submodule_search_locations:
         return  # the Pulumi program alone (no offline tooling installed) has nothing to check against
     schemas = Path(next(iter(spec.submodule_search_locations))) / "kubernetes-json-schema"
-    found = re.compile(r"^v(\d+)\.(\d+)\.\d+-local$")
+    found = re.compile(r"v([0-9]+)\.([0-9]+)\.[0-9]+-local")
     minors = sorted(
-        (int(m[1]), int(m[2])) for m in (found.match(p.name) for p in schemas.iterdir()) if m is not None
+        (int(m[1]), int(m[2])) for m in (found.fullmatch(p.name) for p in schemas.iterdir()) if m is not None
     )
     wanted = config.cluster.kubernetes_version
     if minors and tuple(int(n) for n in wanted.split(".")[:2]) not in minors:
@@ -888,7 +955,7 @@ def _check_kubernetes_schema(config: StackConfig) -> None:
 
 
 # TencentCloud SecretIds: "AKID" and 32 letters and digits.
-_SECRET_ID_VALUE = re.compile(r"^AKID[A-Za-z0-9]{32}$")
+_is_secret_id = kube_syntax.anchored(r"AKID[A-Za-z0-9]{32}")
 _CREDENTIAL_WORDS = ("secret", "token", "password", "credential", "accesskey", "apikey", "akid")
 
 
@@ -912,7 +979,7 @@ def _credential_problems(values: Mapping[str, Any], secrets: set[str], source: s
             continue
         meant = _meant_secret_key(name)
         value = values[key]
-        if meant is None and key not in secrets and isinstance(value, str) and _SECRET_ID_VALUE.match(value):
+        if meant is None and key not in secrets and isinstance(value, str) and _is_secret_id(value):
             meant = "tencentcloud:secretId"
         if meant is not None:
             state = "a secret" if key in secrets else "a credential in plain text"
@@ -946,7 +1013,7 @@ def _has_errors_below(loc: Sequence[int | str], details: Sequence[Mapping[str, A
 
 _SUBPATH_PART = re.compile(r'\.?(?P<key>[^.\["]+)|\[(?P<index>\d+)\]|\[(?P<quoted>"(?:[^"\\]|\\.)*")\]')
 # A map key that can be written after a dot in a `pulumi config set --path` path; others are quoted.
-_PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+_is_plain_key = kube_syntax.anchored(r"[A-Za-z_][A-Za-z0-9_-]*")
 
 
 def _subpath_parts(subpath: str) -> list[int | str]:
@@ -975,7 +1042,7 @@ def _key_path(loc: Sequence[int | str]) -> str:
         if isinstance(part, int):
             text += f"[{part}]"
         else:
-            text += f".{part}" if _PLAIN_KEY.match(part) else f"[{json.dumps(part)}]"
+            text += f".{part}" if _is_plain_key(part) else f"[{json.dumps(part)}]"
     return text
 
 
@@ -997,6 +1064,7 @@ def _message(detail: Mapping[str, Any]) -> str:
         "string_pattern_mismatch": "does not match {pattern}",
         "int_type": "must be an integer",
         "float_type": "must be a number",
+        "finite_number": "must be a number, not NaN or infinity",
         "string_type": "must be a string",
         "bool_type": "must be true or false",
         "dict_type": "must be a mapping",

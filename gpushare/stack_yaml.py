@@ -12,6 +12,8 @@ from typing import Any, Final
 
 import yaml
 
+from gpushare.yaml_bounds import refuse_non_json_tags
+
 __all__ = ["StackFileLoader", "load_cli_yaml"]
 
 
@@ -98,6 +100,7 @@ def _construct_float(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> float:
     return float(text)
 
 
+refuse_non_json_tags(StackFileLoader)
 StackFileLoader.add_constructor(_YAML_BOOL, _construct_bool)
 StackFileLoader.add_constructor(_YAML_INT, _construct_int)
 StackFileLoader.add_constructor(_YAML_FLOAT, _construct_float)

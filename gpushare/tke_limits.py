@@ -14,13 +14,14 @@ separate check; these are only the limits TKE adds.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Final
 
+from gpushare.kube_syntax import anchored
+
 NODE_POOL_NAME_PREFIX: Final = "gpushare-"
 NODE_POOL_NAME_MAX: Final = 25
-NODE_POOL_NAME_CHARS: Final = re.compile(r"^[\w.\-]+$")  # \w: letters (Chinese too), digits, `_`
+_is_node_pool_name: Final = anchored(r"[\w.\-]+", unicode=True)  # \w: letters (Chinese too), digits, `_`
 KEY_MAX: Final = 63
 TAINT_FIELDS: Final = ("key", "value", "effect")
 TAINT_EFFECTS: Final = ("NoSchedule", "PreferNoSchedule", "NoExecute")
@@ -39,7 +40,7 @@ def node_pool_name_problem(pool_name: str) -> str | None:
             f"the TKE node pool name {derived} is {len(derived)} characters; TKE allows at most "
             f"{NODE_POOL_NAME_MAX} (pool names of up to {fits} characters fit)"
         )
-    if not NODE_POOL_NAME_CHARS.match(derived):
+    if not _is_node_pool_name(derived):
         return f"the TKE node pool name {derived} may only hold letters, digits, `_`, `-` and `.`"
     return None
 

@@ -19,6 +19,16 @@ from gpushare.errors import GpushareError
 
 DEFAULT_CEILING = 0.9
 MIN_SHARED_REPLICAS = 2
+# The plausibility floor of a per-process measurement. A CUDA context alone takes a few hundred MiB of GPU
+# memory before the process allocates anything (CUDA 12 with lazy module loading: roughly 250-500 MiB on
+# Turing to Hopper GPUs, as nvidia-smi's per-process column shows it), so a smaller figure is a misreading
+# (a MiB/GiB slip, a process caught before it initialised CUDA), and sizing replicas from it oversubscribes
+# the GPU massively: `measuredMiB: 1` would give an L20 41 461 replicas.
+MIN_PLAUSIBLE_PROCESS_MIB = 256
+# The ceiling on replicas per GPU: the kubelet runs at most 110 pods per node by default (`--max-pods`,
+# also Kubernetes' documented limit for large clusters), so slots on one GPU beyond that can never all
+# hold a pod; the tuning rule never advertises more.
+MAX_REPLICAS_PER_GPU = 110
 
 
 @dataclass(frozen=True)
@@ -65,16 +75,35 @@ class Tuning:
 
 
 def check_ceiling(ceiling: float) -> None:
+    if math.isnan(ceiling):
+        raise GpushareError(f"utilization ceiling must be a number in (0, 1], got {ceiling}")
     if not 0 < ceiling <= 1:
         raise GpushareError(f"utilization ceiling must be in (0, 1], got {ceiling}")
 
 
+def measurement_problem(measured_mib: int) -> str | None:
+    """Why `measured_mib` cannot be a process's GPU memory (below the plausibility floor), or None."""
+    if measured_mib < MIN_PLAUSIBLE_PROCESS_MIB:
+        return (
+            f"{measured_mib} MiB is below {MIN_PLAUSIBLE_PROCESS_MIB} MiB, less than a CUDA context alone "
+            "takes: a misreading (MiB for GiB?); measure the largest process with "
+            "nvidia-smi --query-compute-apps=used_memory"
+        )
+    return None
+
+
+def check_measured(measured_mib: int) -> None:
+    problem = measurement_problem(measured_mib)
+    if problem:
+        raise GpushareError(f"measured memory: {problem}")
+
+
 def max_replicas(memory_mib: int, measured_mib: int, ceiling: float) -> int:
-    """floor(ceiling x memory / measured), computed exactly (no float rounding at the boundary)."""
+    """floor(ceiling x memory / measured), computed exactly (no float rounding at the boundary), and at most
+    MAX_REPLICAS_PER_GPU."""
     check_ceiling(ceiling)
-    if measured_mib <= 0:
-        raise GpushareError(f"measured memory must be > 0 MiB, got {measured_mib}")
-    return math.floor(Fraction(str(ceiling)) * memory_mib / measured_mib)
+    check_measured(measured_mib)
+    return min(MAX_REPLICAS_PER_GPU, math.floor(Fraction(str(ceiling)) * memory_mib / measured_mib))
 
 
 def tune(
@@ -90,8 +119,7 @@ def tune(
     else:
         memory = gpu.mig_profile(mig_profile).memory_mib
         where = f"{gpu.key} MIG {mig_profile} ({memory} MiB)"
-    if measured_mib <= 0:
-        raise GpushareError(f"measured memory must be > 0 MiB, got {measured_mib}")
+    check_measured(measured_mib)
     if measured_mib > memory:
         raise GpushareError(f"measured {measured_mib} MiB does not fit {where}")
     return Tuning(

@@ -2,8 +2,9 @@
 
 Loads the stack as `plan` and `render` do, derives the expected cluster from the same plan, reads the
 cluster (GET/LIST only) and prints a table or `--json`. Exit 0: conforming (warnings allowed); 1: at
-least one error finding; 2: cannot check (bad stack, no cluster, no permission to list nodes), with a
-one-line reason on stderr.
+least one error finding, or a partial check (something could not be read: the verdict lists it, never
+"conforms"); 2: cannot check (bad stack, no cluster, no permission to list nodes, no node of any pool,
+a malformed or endless answer, a deadline passed), with a one-line reason on stderr.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from gpushare import kube_names
 from gpushare.cluster_expectations import expected_cluster
 from gpushare.errors import ConfigError, GpushareError
 from gpushare.gpu_memory.options import source_from_args
@@ -47,12 +49,21 @@ def report_table(report: VerifyReport, server: str) -> str:
             lines.append(f"{finding.severity.upper():<7}  {finding.check:<{check_width}}  {finding.object}")
             lines.append(f"         {finding.message}")
     errors, warnings = len(report.errors), len(report.warnings)
-    verdict = "conforms to" if report.ok else "does NOT conform to"
+    counts = f"{errors} error{'' if errors == 1 else 's'}, {warnings} warning{'' if warnings == 1 else 's'}"
     lines.append("")
-    lines.append(
-        f"{errors} error{'' if errors == 1 else 's'}, {warnings} warning{'' if warnings == 1 else 's'}: "
-        f"the cluster {verdict} stack {report.stack}."
-    )
+    if not report.checked_pools:
+        lines.append(
+            f"{counts}: NOT CHECKED: no node of any pool of stack {report.stack} is in the cluster "
+            f"(no node carries {kube_names.LABEL_POOL}=<pool>), so no slot could be checked."
+        )
+    elif report.partial:
+        lines.append(
+            f"{counts}: PARTIAL: the cluster was only partly checked against stack {report.stack}; "
+            f"not checked: {', '.join(report.not_checked)}."
+        )
+    else:
+        verdict = "conforms to" if report.ok else "does NOT conform to"
+        lines.append(f"{counts}: the cluster {verdict} stack {report.stack}.")
     return "\n".join(lines) + "\n"
 
 
@@ -84,4 +95,11 @@ def cmd_verify(args: argparse.Namespace, out: TextIO) -> int:
         out.write("\n")
     else:
         out.write(report_table(report, server))
+    if not report.checked_pools:
+        # Nothing verify could read says anything about the stack: not a verdict, as for unreadable nodes.
+        sys.stderr.write(
+            f"verify: cannot check: no node of any pool of stack {report.stack} is in the cluster at {server}\n"
+        )
+        return EXIT_CANNOT_CHECK
+    # A partial check is never "conforms": what could not be read is a finding to fix (the permission).
     return EXIT_OK if report.ok else EXIT_FINDINGS

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+from kubernetes.utils.quantity import parse_quantity
+
 from gpushare import kube_names, plugin_pod
 from gpushare.cluster_expectations import (
     FALLBACK_KEY,
@@ -109,6 +111,9 @@ class VerifyReport:
     stack: str
     pools: tuple[PoolRow, ...]
     findings: tuple[Finding, ...]
+    not_checked: tuple[str, ...] = ()
+    """What could not be read (a 403), as `check (permission)`: the verdict is then partial, never
+    "conforms"."""
 
     @property
     def errors(self) -> list[Finding]:
@@ -119,12 +124,24 @@ class VerifyReport:
         return [f for f in self.findings if f.severity == "warning"]
 
     @property
+    def partial(self) -> bool:
+        return bool(self.not_checked)
+
+    @property
+    def checked_pools(self) -> tuple[PoolRow, ...]:
+        """The pools with at least one node in the cluster: the only ones whose slots were checked."""
+        return tuple(p for p in self.pools if p.nodes)
+
+    @property
     def ok(self) -> bool:
-        return not self.errors
+        """Conforming: no error, everything read, at least one pool checked."""
+        return not self.errors and not self.partial and bool(self.checked_pools)
 
     def as_json(self) -> dict[str, Any]:
         return {
             "ok": self.ok,
+            "partial": self.partial,
+            "notChecked": list(self.not_checked),
             "findings": [f.as_json() for f in self.findings],
             "pools": [
                 {
@@ -169,11 +186,19 @@ def _pod_ref(pod: Mapping[str, Any]) -> str:
 
 
 def _count(value: Any) -> int:
-    """Extended resources (`nvidia.com/*`) are integer quantities; anything else counts as none."""
+    """Extended resources (`nvidia.com/*`) are integer quantities, written as Kubernetes writes quantities
+    (`1k` is 1000: the client's own parser, apimachinery's suffixes); a value that is not a whole,
+    non-negative ASCII quantity counts as none."""
+    text = str(value)
+    if not text.isascii():
+        return 0  # Decimal would read full-width digits; Kubernetes reads ASCII only
     try:
-        return int(str(value))
-    except ValueError:
+        quantity = parse_quantity(text)
+    except (ValueError, ArithmeticError):
         return 0
+    if not quantity.is_finite() or quantity < 0 or quantity != quantity.to_integral_value():
+        return 0
+    return int(quantity)
 
 
 def _timestamp(value: Any) -> datetime | None:
@@ -806,4 +831,7 @@ def run_checks(
     findings.extend(_permission_findings(snapshot))
     # Errors first, then by check and object, so two runs over the same cluster print the same.
     findings.sort(key=lambda f: (f.severity != "error", f.check, f.object))
-    return VerifyReport(expected.stack, _pool_rows(expected, by_pool), tuple(findings))
+    not_checked = tuple(
+        f"{check} ({denial.permission})" for denial in snapshot.denied for check in denial.checks or ("-",)
+    )
+    return VerifyReport(expected.stack, _pool_rows(expected, by_pool), tuple(findings), not_checked)

@@ -129,6 +129,8 @@ MAX_FOLLOWED_FLOW_DEPTH = 200
 def check_flow_depth(text: str) -> None:
     """A linear pre-scan of `[`/`{` nesting (quoted scalars and comments skipped). Raises YamlBoundError
     where go-yaml stops ("exceeded max depth of 10000"), YamlTooDeepError above what is followed here."""
+    if text.count("[") + text.count("{") <= MAX_FOLLOWED_FLOW_DEPTH:
+        return  # cannot nest deeper than it has brackets: the usual file costs two counts, not a scan
     depth = deepest = 0
     quote = ""
     previous = "\n"  # the last character outside a quoted scalar
@@ -207,7 +209,70 @@ class _SafeBoundedLoader(AliasRecordingComposer, yaml.SafeLoader):
     pass
 
 
+# YAML types with no JSON form. A config file (stack, fleet, policy config) holds strings, numbers,
+# booleans, null, lists and mappings; `!!binary` (bytes), `!!set`, `!!timestamp`, `!!omap` and `!!pairs`
+# would reach JSON conversion or the models as Python types nothing downstream expects.
+_NON_JSON_TAGS = ("binary", "set", "timestamp", "omap", "pairs")
+
+
+def _refuse_non_json(loader: yaml.BaseLoader, node: yaml.Node) -> None:
+    tag = node.tag.rsplit(":", 1)[-1]
+    raise yaml.constructor.ConstructorError(
+        None,
+        None,
+        f"the tag !!{tag} is not allowed here (only strings, numbers, booleans, null, lists and mappings)",
+        node.start_mark,
+    )
+
+
+def refuse_non_json_tags(loader_class: type[Any]) -> None:
+    """Make `loader_class` refuse the tags of `_NON_JSON_TAGS` (explicit ones too: implicit timestamps
+    are a separate resolver choice) with a ConstructorError at the tag's line."""
+    for name in _NON_JSON_TAGS:
+        loader_class.add_constructor(f"tag:yaml.org,2002:{name}", _refuse_non_json)
+
+
+def shape_problem(document: Any, *, max_values: int, max_depth: int) -> str | None:
+    """Why `document` (parsed YAML or JSON, aliases shared) is too large to walk, or None: more than
+    `max_values` values with every alias expanded, a container that contains itself, or nesting deeper
+    than `max_depth`. Iterative, and shared containers are sized once, so it costs what the file holds,
+    not what it expands to; JSON conversion, validation and every later walk recurse per level."""
+    sizes: dict[int, int] = {}
+    open_containers: set[int] = set()
+    pending: list[tuple[Any, bool, int]] = [(document, False, 1)]
+    while pending:
+        node, children_sized, depth = pending.pop()
+        if not isinstance(node, dict | list) or id(node) in sizes:
+            continue
+        if depth > max_depth:
+            return f"nested more than {max_depth} levels deep"
+        children = list(node.values()) if isinstance(node, dict) else node
+        if children_sized:
+            open_containers.discard(id(node))
+            sizes[id(node)] = 1 + sum(sizes.get(id(child), 1) for child in children)
+            if sizes[id(node)] > max_values:
+                return f"expands to more than {max_values} values (YAML aliases referring to aliases)"
+            continue
+        if id(node) in open_containers:
+            # reached again before it was sized: it contains itself and expands forever
+            return f"expands to more than {max_values} values (YAML aliases referring to aliases)"
+        open_containers.add(id(node))
+        pending.append((node, True, depth))
+        pending.extend((child, False, depth + 1) for child in children)
+    return None
+
+
 def safe_load_bounded(text: str) -> object:
     """`yaml.safe_load` for text from a cluster object (a ConfigMap value): the first document, refused like
     go-yaml refuses it (YamlBoundError) or when too deep to follow (YamlTooDeepError)."""
     return load_first_document(_SafeBoundedLoader, text)
+
+
+def yaml_problem(err: yaml.YAMLError) -> str:
+    """One line: where and what (PyYAML's own message spans several lines with a code excerpt)."""
+    if isinstance(err, yaml.MarkedYAMLError):
+        mark = err.problem_mark or err.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        what = " ".join(part for part in (err.problem, err.context) if part) or "cannot parse"
+        return where + " ".join(what.split())
+    return " ".join(str(err).split())

@@ -30,6 +30,7 @@ from offline.policy_config import load_policy_config_file
 from offline.policy_model import (
     AnalyzedResource,
     PackReport,
+    PolicyConfigError,
     PolicyDriverError,
     PolicyPackStartError,
     ProviderInfo,
@@ -203,6 +204,8 @@ def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
     if args.policy_config:
         try:
             policy_config = load_policy_config_file(Path(args.policy_config))
+        except PolicyConfigError as err:  # its message names the file already
+            raise CheckError(str(err)) from None
         except (OSError, ValueError, PolicyDriverError) as err:
             raise CheckError(str(err), source=args.policy_config) from None
     result = check_stack(

@@ -12,6 +12,7 @@ from typing import Any
 
 import jsonschema  # type: ignore[import-untyped]
 
+from gpushare import input_files, yaml_bounds
 from offline.policy_model import ENFORCEMENT_LEVELS, PolicyConfigEntry, PolicyConfigError, PolicyInfo
 
 # --------------------------------------------------------------------------------------------------
@@ -55,13 +56,23 @@ def parse_policy_config(raw: Mapping[str, Any]) -> dict[str, PolicyConfigEntry]:
     return parsed
 
 
+def _not_json(constant: str) -> Any:
+    # Python's json reads NaN and Infinity; JSON has neither, and the CLI's Go decoder refuses them.
+    raise PolicyConfigError(f"{constant} is not a JSON value (a number must be finite)")
+
+
 def load_policy_config_file(path: Path) -> dict[str, Any]:
     """Read and check a `--policy-pack-config` JSON file; the result can be passed as `policy_config`."""
-    text = Path(path).read_text(encoding="utf-8")
-    if not text.strip():  # the CLI accepts an empty file
-        return {}
     try:
-        document = json.loads(text)
+        text = input_files.read_text(path)
+        if not text.strip():  # the CLI accepts an empty file
+            return {}
+        yaml_bounds.check_flow_depth(text)  # json.loads recurses per `[`
+        document = json.loads(text, parse_constant=_not_json)
+    except (input_files.InputFileError, PolicyConfigError) as err:
+        raise PolicyConfigError(f"{path}: {err.message}") from None
+    except (yaml_bounds.YamlBoundError, yaml_bounds.YamlTooDeepError, RecursionError):
+        raise PolicyConfigError(f"{path}: nested too deeply to be a policy config") from None
     except json.JSONDecodeError as err:
         raise PolicyConfigError(f"{path}: not valid JSON: {err}") from err
     if not isinstance(document, dict):

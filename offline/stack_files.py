@@ -15,6 +15,8 @@ from typing import Any, Final
 
 import yaml
 
+from gpushare import input_files, yaml_bounds
+from gpushare.stack_config import MAX_STACK_FILE_BYTES
 from gpushare.stack_yaml import load_cli_yaml
 
 SECRET_PLACEHOLDER: Final = "[secret]"
@@ -194,8 +196,14 @@ def _go_float(number: float) -> str:
 
 
 def _load_yaml_file(path: Path) -> Any:
-    text = path.read_text(encoding="utf-8-sig")  # the CLI strips a UTF-8 BOM too
+    # The bounded reader (regular files only, at most 4 MiB as for stack files); the CLI strips a BOM too.
     try:
+        text = input_files.read_text(path, MAX_STACK_FILE_BYTES)
+        yaml_bounds.check_flow_depth(text)  # before libyaml, which recurses per `[`
         return load_cli_yaml(text)
+    except input_files.InputFileError as error:
+        raise ValueError(str(error)) from None
+    except (yaml_bounds.YamlBoundError, yaml_bounds.YamlTooDeepError, RecursionError):
+        raise ValueError(f"{path}: invalid YAML: nested too deeply") from None
     except yaml.YAMLError as error:
         raise ValueError(f"{path}: invalid YAML: {error}") from error

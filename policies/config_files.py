@@ -41,7 +41,7 @@ YAML_FAILURES: Final = (
     YamlBoundError,
     YamlTooDeepError,
 )
-_VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)")
+_VERSION = re.compile(r"^v?([0-9]+)\.([0-9]+)\.([0-9]+)")  # ASCII digits, as Helm and Go parse versions
 
 
 # --------------------------------------------------------------------------------------------------------

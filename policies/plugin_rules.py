@@ -33,7 +33,7 @@ from policies.reporting import report_once
 from policies.stack_view import StackView, view_of
 from policies.workloads import DaemonSetPlugin, HelmPlugin, Workload, daemon_set_plugin, helm_plugin
 
-_EXACT_VERSION: Final = re.compile(r"v?\d+\.\d+\.\d+([-+][0-9A-Za-z.+-]+)?")
+_EXACT_VERSION: Final = re.compile(r"v?[0-9]+\.[0-9]+\.[0-9]+([-+][0-9A-Za-z.+-]+)?")  # ASCII: semver
 
 
 def _reader_overrides(daemon_set: DaemonSetPlugin) -> dict[str, object] | str:

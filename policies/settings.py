@@ -26,7 +26,9 @@ import yaml
 from pulumi_policy import PolicyConfigSchema
 
 from gpushare.errors import GpushareError
+from gpushare.input_files import read_text
 from gpushare.stack_config import (
+    MAX_STACK_FILE_BYTES,
     PROJECT,
     SECRET_KEYS,
     Pool,
@@ -36,6 +38,7 @@ from gpushare.stack_config import (
     stack_file_name,
 )
 from gpushare.tuning import DEFAULT_CEILING
+from gpushare.yaml_bounds import YamlBoundError, check_flow_depth
 
 REPO_ROOT: Final = Path(__file__).resolve().parent.parent
 
@@ -154,8 +157,11 @@ def _secret_keys(stack: str, secret_keys_json: str | None) -> frozenset[str] | N
     if not stack or not stack_file.is_file():
         return None
     try:
-        document = yaml.safe_load(stack_file.read_text())
-    except (OSError, yaml.YAMLError, ValueError):
+        # The bounded reader and the nesting pre-scan, as every command reads a stack file.
+        text = read_text(stack_file, MAX_STACK_FILE_BYTES)
+        check_flow_depth(text)
+        document = yaml.safe_load(text)
+    except (GpushareError, YamlBoundError, RecursionError, yaml.YAMLError, ValueError):
         return None
     config = document.get("config") if isinstance(document, dict) else None
     if not isinstance(config, dict):

@@ -9,6 +9,10 @@ Every request is recorded; any write is refused (405) and recorded in `writes`.
 Exporter pages are served through the pod proxy (`/api/v1/namespaces/NS/pods/POD:PORT/proxy/metrics`,
 from `pages`) as the API server relays them, and a Prometheus HTTP API stand-in answers `/api/v1/query`
 behind a service proxy path (`prometheus_series`; see `_prometheus`).
+
+A test can make it misbehave as hostile or broken servers do: `override` answers a request instead of the
+state (a `Reply`: any status, headers such as Retry-After, a body, optionally dripped a byte at a time),
+for pagination loops, 429s, slow bodies and malformed objects.
 """
 
 from __future__ import annotations
@@ -19,8 +23,8 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -114,6 +118,22 @@ _ROUTE = re.compile(
 
 class SelectorError(ValueError):
     pass
+
+
+@dataclass(frozen=True)
+class Reply:
+    """An answer `FakeApiServer.override` gives instead of the cluster state."""
+
+    status: int
+    body: bytes | dict[str, Any]
+    headers: dict[str, str] = field(default_factory=dict)
+    drip_seconds: float = 0.0
+    """Send the body one byte at a time, this long apart (Content-Length still announces all of it)."""
+    drip_headers: bool = False
+    """Drip the status line and headers too (a socket read timeout never fires, nor a body deadline)."""
+
+
+Override = Callable[[str, dict[str, list[str]]], Reply | None]
 
 
 def _split_requirements(selector: str) -> list[str]:
@@ -212,6 +232,8 @@ class FakeApiServer:
         self.page_delay = 0.0
         # Prometheus stand-in: metric name -> [(labels, value)], the peak for max_over_time too.
         self.prometheus_series: dict[str, list[tuple[dict[str, str], float]]] = {}
+        # (path, query) -> a Reply instead of the state, or None to answer from the state.
+        self.override: Override | None = None
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -263,6 +285,7 @@ class FakeApiServer:
                 else:
                     self._add(obj)
             self.forbidden = set(forbidden)
+            self.override = None
             self.requests.clear()
             self.authorization.clear()
             self.page_delay = 0.0
@@ -330,6 +353,12 @@ class FakeApiServer:
                     ],
                 }
         return None
+
+    def answer(self, path: str, query: dict[str, list[str]] | None = None) -> dict[str, Any]:
+        """What the server answers from its state (for an `override` that edits a real answer)."""
+        body = self._get(path, query or {})[1]
+        assert isinstance(body, dict), f"{path} answers a page, not an API object"
+        return body
 
     def _forbidden_proxy(self, resource: str, namespace: str, name: str) -> dict[str, Any]:
         return status(
@@ -458,8 +487,40 @@ class FakeApiServer:
                 parts = urlsplit(self.path)
                 server.requests.append(("GET", self.path))
                 server.authorization.append(self.headers.get("Authorization"))
-                code, body = server._get(parts.path, parse_qs(parts.query))
+                query = parse_qs(parts.query)
+                override = server.override(parts.path, query) if server.override else None
+                if override is not None:
+                    self._send(override)
+                    return
+                code, body = server._get(parts.path, query)
                 self._reply(code, body)
+
+            def _send(self, reply: Reply) -> None:
+                data = reply.body if isinstance(reply.body, bytes) else json.dumps(reply.body).encode()
+                if reply.drip_headers:
+                    head = f"HTTP/1.1 {reply.status} OK\r\nContent-Type: application/json\r\n"
+                    data = f"{head}Content-Length: {len(data)}\r\n\r\n".encode() + data
+                    self._drip(data, reply.drip_seconds)
+                    return
+                self.send_response(reply.status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for name, value in reply.headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                if not reply.drip_seconds:
+                    self.wfile.write(data)
+                    return
+                self._drip(data, reply.drip_seconds)
+
+            def _drip(self, data: bytes, seconds: float) -> None:
+                try:
+                    for offset in range(len(data)):
+                        self.wfile.write(data[offset : offset + 1])
+                        self.wfile.flush()
+                        time.sleep(seconds)
+                except OSError:
+                    pass  # the client gave up, as it should
 
             def _refuse(self) -> None:
                 server.writes.append((self.command, self.path))

@@ -199,16 +199,16 @@ def test_fleet_text_output_and_bad_files(tmp_path: Path, capsys: pytest.CaptureF
     assert "Total: 4 GPU(s)" in text and "  gpushare:pools:\n    - name: nlp\n" in text
     cases = {
         "services: [{name: a, measuredMiB: 0, replicas: 1}]\ncandidates: [L20]\n": "services[0].measuredMiB",
-        "services: [{name: a, measuredMiB: 10, replicas: 1}]\ncandidates: [B300]\n": "candidates[0]: 'B300' is neither",
+        "services: [{name: a, measuredMiB: 1000, replicas: 1}]\ncandidates: [B300]\n": "candidates[0]: 'B300' is neither",
         "services: [{name: a, measuredMiB: 99999, replicas: 1}]\ncandidates: [L20]\n": "services[0]: 99999 MiB fits no candidate",
-        "services: [{name: a, measuredMiB: 10, replicas: 1, isolation: mig}]\ncandidates: [L20]\n": "fits no candidate GPU with MIG",
-        "services: [{name: A_b, measuredMiB: 10, replicas: 1}]\ncandidates: [L20]\n": "pool A_b: name",
-        "services: [{name: a, measuredMiB: 10, replicas: 1, measuredAt: last week}]\ncandidates: [L20]\n": "services[0].measuredAt",
-        "services: [{name: a, measuredMiB: 10, replicas: 1}]\n"
+        "services: [{name: a, measuredMiB: 1000, replicas: 1, isolation: mig}]\ncandidates: [L20]\n": "fits no candidate GPU with MIG",
+        "services: [{name: A_b, measuredMiB: 1000, replicas: 1}]\ncandidates: [L20]\n": "pool A_b: name",
+        "services: [{name: a, measuredMiB: 1000, replicas: 1, measuredAt: last week}]\ncandidates: [L20]\n": "services[0].measuredAt",
+        "services: [{name: a, measuredMiB: 1000, replicas: 1}]\n"
         "candidates: [{gpu: L20, instanceType: PNV5b.8XLARGE96, gpusPerNode: 2}]\n": "has 1 GPU(s) per node",
         "services: [a: [\n": "not valid YAML",
         "x: &a [1, 2]\nservices: [*a, *a]\ncandidates: [L20]\n": "aliases",
-        "services: !!set {a}\ncandidates: [L20]\n": "unsupported YAML value of type set",
+        "services: !!set {a}\ncandidates: [L20]\n": "the tag !!set is not allowed here",
         "- 1\n": "expected a mapping",
     }
     for index, (content, expected) in enumerate(cases.items()):
@@ -220,9 +220,13 @@ def test_fleet_text_output_and_bad_files(tmp_path: Path, capsys: pytest.CaptureF
         assert err.startswith(f"{path}: ") and expected in err and err.count("\n") == 1, err
     (tmp_path / "latin1.yaml").write_bytes(b"services: [{name: caf\xe9}]\n")
     code, _ = run(["advise", "--fleet", str(tmp_path / "latin1.yaml")])
-    assert code == 1 and capsys.readouterr().err == f"{tmp_path / 'latin1.yaml'}: not UTF-8 text\n"
+    assert (
+        code == 1
+        and capsys.readouterr().err
+        == f"{tmp_path / 'latin1.yaml'}: not UTF-8 text (byte 0xe9 at offset 21)\n"
+    )
     code, _ = run(["advise", "--fleet", str(tmp_path / "missing.yaml")])
-    assert code == 1 and "cannot read" in capsys.readouterr().err
+    assert code == 1 and capsys.readouterr().err == f"{tmp_path / 'missing.yaml'}: no such file\n"
 
 
 def test_fleet_buys_whole_nodes_and_a_single_replica_takes_the_smallest_gpu(tmp_path: Path) -> None:

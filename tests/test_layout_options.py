@@ -97,7 +97,7 @@ def test_a_process_too_big_to_share_is_exclusive_and_too_big_to_fit_is_an_error(
     assert [(o.mode, o.slots) for o in t4.options] == [("exclusive", 1)]
     with pytest.raises(GpushareError, match="15361 MiB does not fit T4"):
         advise(catalog.gpu("T4"), 15361)
-    with pytest.raises(GpushareError, match="must be > 0"):
+    with pytest.raises(GpushareError, match="^measured memory: 0 MiB is below 256 MiB"):
         advise(H20, 0)
     with pytest.raises(GpushareError, match="ceiling"):
         advise(H20, SEED_MIB, ceiling=1.5)
@@ -142,7 +142,7 @@ def test_every_layout_name_is_a_label_value() -> None:
     for gpu in catalog.GPUS.values():
         if not gpu.mig_capable:
             continue
-        for option in advise(gpu, 1).options:
+        for option in advise(gpu, 256).options:
             if option.mode == "mig":
                 name = option.layout_name()
                 assert len(name) <= 63 and label_value.match(name), name
@@ -239,8 +239,8 @@ def validate(gpu: GpuModel, files: list[list[dict[str, int]]], directory: Path) 
 def test_the_options_are_exactly_the_layouts_validate_accepts(key: str, tmp_path: Path) -> None:
     gpu = catalog.gpu(key)
     brute = brute_force_layouts(gpu)
-    # 1 MiB fits every instance, so every layout is an option.
-    options = {tuple(sorted(o.mig_layout.items())) for o in advise(gpu, 1).options if o.mig_layout}
+    # 256 MiB (the plausibility floor) fits every instance, so every layout is an option.
+    options = {tuple(sorted(o.mig_layout.items())) for o in advise(gpu, 256).options if o.mig_layout}
     assert options == brute == {tuple(sorted(layout.items())) for layout in mig_layouts(gpu)}
     # Every option passes the validator (all of them in one file, so one verdict covers them) ...
     assert validate(gpu, [[dict(layout) for layout in sorted(options)]], tmp_path) == [True]

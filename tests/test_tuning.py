@@ -54,10 +54,22 @@ def test_ceiling_outside_0_1_is_rejected(ceiling: float) -> None:
         tune(catalog.gpu("L20"), 4621, ceiling)
 
 
-@pytest.mark.parametrize("measured", [0, -5])
-def test_measured_must_be_positive(measured: int) -> None:
-    with pytest.raises(GpushareError, match="must be > 0"):
+@pytest.mark.parametrize("measured", [0, -5, 1, 255])
+def test_measured_must_be_plausible(measured: int) -> None:
+    # Below 256 MiB, less than a CUDA context alone takes: a misreading, not a process.
+    with pytest.raises(
+        GpushareError, match=f"^measured memory: {measured} MiB is below 256 MiB, less than a CUDA"
+    ):
         tune(catalog.gpu("L20"), measured)
+
+
+def test_the_floor_itself_is_a_measurement_and_replicas_stop_at_110() -> None:
+    # floor(0.9 x 46068 / 256) = floor(161.96) = 161 replicas by memory; the kubelet's 110 pods per node
+    # is the ceiling.
+    assert tune(catalog.gpu("L20"), 256).replicas == 110
+    # floor(0.9 x 46068 / 376) = floor(110.27) = 110; floor(0.9 x 46068 / 378) = floor(109.69) = 109.
+    assert tune(catalog.gpu("L20"), 376).replicas == 110
+    assert tune(catalog.gpu("L20"), 378).replicas == 109
 
 
 def test_measured_above_gpu_memory_is_rejected() -> None:

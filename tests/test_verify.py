@@ -648,13 +648,20 @@ def test_pool_without_nodes_is_a_warning(server: FakeApiServer, kubeconfig: Path
     assert report["pools"][1] == {"name": "t4", "nodes": []}
 
 
-def test_forbidden_kind_is_a_warning_naming_the_permission(
+def test_forbidden_kind_is_a_warning_naming_the_permission_and_the_verdict_is_partial(
     server: FakeApiServer, kubeconfig: Path, prod: list[Obj]
 ) -> None:
     code, report = verify(
         server, kubeconfig, prod, forbidden=(("events", None), ("daemonsets", "kube-system"))
     )
-    assert (code, checks(report)) == (0, [])
+    # No error, but what could not be read is not "conforms": exit 1, and the report says what was skipped.
+    assert (code, checks(report), report["ok"], report["partial"]) == (1, [], False, True)
+    assert report["notChecked"] == [
+        "plugin-config-current (get daemonsets.apps in namespace kube-system)",
+        "plugin-crashloop (get daemonsets.apps in namespace kube-system)",
+        "managed-plugin-drift (get daemonsets.apps in namespace kube-system)",
+        "gpu-pending-pods from FailedScheduling events (list events at cluster scope)",
+    ]
     messages = {f["object"]: f["message"] for f in report["findings"] if f["check"] == "permission"}
     assert set(messages) == {"events", "daemonsets.apps"}
     assert messages["events"].startswith("missing permission: list events at cluster scope")
