@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from gpushare.errors import GpushareError
+from gpushare.suggest import did_you_mean
 
 
 @dataclass(frozen=True)
@@ -358,7 +359,9 @@ def gpu(key: str) -> GpuModel:
     try:
         return GPUS[key]
     except KeyError:
-        raise GpushareError(f"unknown GPU model {key!r} (known: {', '.join(GPUS)})") from None
+        raise GpushareError(
+            f"unknown GPU model {key!r}{did_you_mean(key, GPUS)} (known: {', '.join(GPUS)})"
+        ) from None
 
 
 def instance_type(name: str) -> InstanceType | None:

@@ -7,14 +7,14 @@ binary (a NUL byte) or not UTF-8.
 
 from __future__ import annotations
 
-from gpushare.errors import GpushareError
+from gpushare.errors import UnreadableInputError
 
 # A ConfigMap holds at most 1 MiB (etcd's object limit), so no config file a cluster reads is bigger;
 # nvidia-smi outputs of a full node are tens of KiB.
 MAX_INPUT_BYTES = 1024 * 1024
 
 
-class InputFileError(GpushareError):
+class InputFileError(UnreadableInputError):
     """A named input that cannot be read as text; `source` is the path."""
 
 
