@@ -5,7 +5,7 @@ The SDKs' typed classes (`k8s.core.v1.ConfigMap`, `k8s.helm.v3.Release`, `tencen
 their `*Args`) are generated wrappers over `pulumi.CustomResource` with the same tokens and the same wire
 names. Importing one loads its whole SDK module: `pulumi_kubernetes.core.v1` imports every core kind's
 inputs and outputs (0.25 s of CPU), `pulumi_kubernetes.helm.v3` 0.045 s, `tencentcloud_iac_pulumi.kubernetes`
-every TKE resource (0.07 s); together more than gpushare's own work in a render (README, Performance). The
+every TKE resource (0.07 s); together more than gpushare's own work in a render (docs/performance.md). The
 engine receives the same type, name and inputs either way.
 
 What keeps the plain inputs honest: the render validates every Kubernetes manifest against the schema of
