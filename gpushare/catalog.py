@@ -78,8 +78,10 @@ class GpuModel:
                 return profile
         if not self.mig_capable:
             raise GpushareError(f"{self.key} does not support MIG")
-        known = ", ".join(p.name for p in self.mig_profiles)
-        raise GpushareError(f"{self.key} has no MIG profile {name!r} (known: {known})")
+        names = [p.name for p in self.mig_profiles]
+        raise GpushareError(
+            f"{self.key} has no MIG profile {name!r}{did_you_mean(name, names)} (known: {', '.join(names)})"
+        )
 
     def mig_profile_by_resource(self, resource_suffix: str) -> MigProfile | None:
         for profile in self.mig_profiles:

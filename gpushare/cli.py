@@ -85,6 +85,11 @@ def cmd_tune(args: argparse.Namespace, out: TextIO) -> int:
                 f"warning: nvidia-smi reports {reported} MiB, the catalog says {model.memory_mib} MiB for "
                 f"{model.key}; tuning uses the catalog (the policy pack does too)\n"
             )
+    if args.mig_profile is not None:
+        try:
+            model.mig_profile(args.mig_profile)
+        except GpushareError as err:
+            raise UsageError(f"--mig-profile: {err.message}") from None
     result = tune(model, measured, args.ceiling, mig_profile=args.mig_profile)
     if args.json:
         json.dump(result.as_json(), out, indent=2)

@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 import yaml
 from pydantic import (
@@ -977,6 +977,8 @@ def _describe(err: ValidationError, source: str) -> list[str]:
             continue  # pydantic counts only the valid items: "needs at least 1" would be false
         loc: list[int | str] = list(detail["loc"])
         message = validation_message(detail)
+        if detail["type"] == "extra_forbidden" and loc:
+            message += did_you_mean(str(loc[-1]), _keys_beside(loc))
         if message.startswith("@"):
             subpath, message = message[1:].split("|", 1)
             loc += _subpath_parts(subpath)
@@ -984,6 +986,37 @@ def _describe(err: ValidationError, source: str) -> list[str]:
             loc.append("mode")  # the tag is what is wrong, not the whole `sharing` mapping
         lines.append(f"{source}: {_key_path(loc)}: {message}")
     return lines
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [model for arg in get_args(annotation) for model in _models_in(arg)]
+
+
+def _keys_beside(loc: Sequence[int | str]) -> list[str]:
+    """The keys the stack model allows where the key at `loc` was found (for "did you mean"); [] when the
+    place is not one model's mapping (a dict of labels, say)."""
+    candidates: list[type[BaseModel]] = [StackConfig]
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue  # an item of a list: the same model
+        tagged = [
+            m
+            for m in candidates
+            if "mode" in m.model_fields and part in get_args(m.model_fields["mode"].annotation)
+        ]
+        if len(candidates) > 1 and tagged:  # a discriminated union's tag (`sharing.time-slicing.<key>`)
+            candidates = tagged
+            continue
+        if len(candidates) != 1:
+            return []
+        fields = candidates[0].model_fields
+        field = next((f for name, f in fields.items() if part in (name, f.alias)), None)
+        candidates = _models_in(field.annotation) if field is not None else []
+    if len(candidates) != 1:
+        return []
+    return [field.alias or name for name, field in candidates[0].model_fields.items()]
 
 
 def errors_below(loc: Sequence[int | str], details: Sequence[Mapping[str, Any]]) -> bool:

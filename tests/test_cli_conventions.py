@@ -217,6 +217,39 @@ def test_a_bad_mode_is_echoed_with_the_nearest_one(
     )
 
 
+@pytest.mark.parametrize(
+    ("where", "key", "line"),
+    [
+        (
+            "pool",
+            "measuredMib",
+            "gpushare:pools[0].sharing.measuredMib: unknown key; did you mean 'measuredMiB'?",
+        ),
+        ("plugin", "imag", "gpushare:sharing.devicePlugin.imag: unknown key; did you mean 'image'?"),
+        ("plugin", "replicas", "gpushare:sharing.devicePlugin.replicas: unknown key"),  # nothing close
+    ],
+)
+def test_a_misspelled_stack_key_gets_the_nearest_one(
+    where: str,
+    key: str,
+    line: str,
+    stack_document: Callable[[str], dict[str, Any]],
+    write_stack: Callable[[dict[str, Any], str], Path],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    document = stack_document("prod")
+    config = document["config"]
+    target = (
+        config["gpushare:pools"][0]["sharing"]
+        if where == "pool"
+        else config["gpushare:sharing"]["devicePlugin"]
+    )
+    target[key] = 5
+    path = write_stack(document, "typo")
+    code, _, err = run(["plan", "--stack", "typo", "--dir", str(path.parent)], capsys)
+    assert (code, err) == (1, f"Pulumi.typo.yaml: {line}\n")
+
+
 def test_conflicting_measurement_flags_are_refused_by_name(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -233,6 +266,36 @@ def test_conflicting_measurement_flags_are_refused_by_name(
     assert err.splitlines()[-1] == (
         "python -m gpushare tune: error: one of the arguments --measured-mib --from-nvidia-smi is required"
     )
+
+
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [
+        (
+            ["tune", "--gpu", "H20", "--measured-mib", "100", "--mig-profile", "1g.12g"],
+            "--mig-profile: H20 has no MIG profile '1g.12g'; did you mean '1g.12gb'? (known: 1g.12gb, "
+            "1g.12gb+me, 1g.24gb, 2g.24gb, 3g.48gb, 4g.48gb, 7g.96gb)",
+        ),
+        (
+            ["tune", "--gpu", "T4", "--measured-mib", "abc"],
+            "python -m gpushare tune: error: argument --measured-mib: 'abc' is not a whole number of MiB",
+        ),
+        (
+            ["advise", "--gpu", "H20", "--measured-mib", "4621", "--ceiling", "0"],
+            "python -m gpushare advise: error: argument --ceiling: must be in (0, 1], got 0",
+        ),
+        (
+            ["advise", "--gpu", "H20", "--measured-mib", "4621", "--stack-snippet", "--gpus-per-node", "0"],
+            "python -m gpushare advise: error: --gpus-per-node must be > 0, got 0",
+        ),
+    ],
+    ids=["mig-profile", "measured-mib", "ceiling", "gpus-per-node"],
+)
+def test_flag_errors_name_the_flag_and_exit_2(
+    argv: list[str], line: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(argv, capsys)
+    assert (code, out, err.splitlines()[-1]) == (2, "", line)
 
 
 # --- placeholders ----------------------------------------------------------------------------------------
