@@ -78,3 +78,19 @@ def test_the_first_screen_gives_exactly_the_two_commands() -> None:
     commands = [line.split("#")[0].strip() for line in first_block.group(0).splitlines()[1:-1]]
     assert commands == ["make render STACK=prod", "make test"]
     assert text.index(first_block.group(0)) < len("\n".join(text.splitlines()[:25]))  # on the first screen
+
+
+def test_the_front_pages_figures_are_what_the_render_prints() -> None:
+    """The capacity figures on the first screen, against the plan `make render STACK=prod` prints."""
+    from gpushare.plan import build_plan, capacity_json
+    from gpushare.stack_config import load_stack
+
+    capacity = capacity_json(build_plan(load_stack(PROJECT_DIR, "prod")))
+    pools = {p["name"]: p for p in capacity["pools"]}  # type: ignore[attr-defined]
+    figures = (
+        f"{capacity['slotsBefore']} whole-GPU slots become {capacity['totalSlots']}: L20 x "
+        f"{pools['l20']['replicas']} at {pools['l20']['utilization'] * 100:.1f} % of its memory, T4 x "
+        f"{pools['t4']['replicas']} at {pools['t4']['utilization'] * 100:.1f} %"
+    )
+    assert figures == "2 whole-GPU slots become 11: L20 x 8 at 80.2 % of its memory, T4 x 3 at 86.0 %"
+    assert figures in " ".join((PROJECT_DIR / "README.md").read_text().split())
