@@ -7,7 +7,9 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import PROJECT_DIR
+from conftest import PROJECT_DIR, STACKS
+
+from offline.render import RenderResult
 
 PAGES = [PROJECT_DIR / "README.md", *sorted((PROJECT_DIR / "docs").glob("*.md"))]
 # Pages other issues add (#22, #23, #26, #28): the front page links them already; until they are merged a
@@ -94,3 +96,29 @@ def test_the_front_pages_figures_are_what_the_render_prints() -> None:
     )
     assert figures == "2 whole-GPU slots become 11: L20 x 8 at 80.2 % of its memory, T4 x 3 at 86.0 %"
     assert figures in " ".join((PROJECT_DIR / "README.md").read_text().split())
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_manifests_first_line_says_how_to_apply_it(
+    stack: str, rendered: dict[str, RenderResult]
+) -> None:
+    """What docs/apply-by-hand.md promises, on every file every stack's render writes to manifests/."""
+    manifests = rendered[stack].out_dir / "manifests"
+    values_files = sorted(p.name for p in manifests.glob("helmrelease_*.values.yaml"))
+    for path in sorted(manifests.iterdir()):
+        first = path.read_text().splitlines()[0]
+        name = path.name
+        if name in values_files:
+            assert first.startswith("# apply: helm upgrade --install "), name
+            assert first.endswith(f" -f {name} (chart values, not an object)"), name
+        elif first.startswith("# chart-rendered: "):
+            (release,) = [
+                v for v in values_files if f"applied by its Helm release, {v}, not by hand)" in first
+            ]
+            assert release, name
+        elif "patch_" in name:
+            assert (
+                first == f"# server-side apply patch: kubectl apply --server-side --force-conflicts -f {name}"
+            )
+        else:
+            assert first == f"# apply: kubectl apply --server-side -f {name}"
