@@ -10,7 +10,7 @@ STACKS := $(patsubst Pulumi.%.yaml,%,$(wildcard Pulumi.*.yaml))
 CHART_DIRS ?= $(wildcard ../shared/charts)
 CHART_ARGS := $(addprefix --chart-dir ,$(CHART_DIRS))
 
-.PHONY: test lint typecheck unit plan render check verify scan ci-stacks bench bench-cpu clean
+.PHONY: test lint typecheck unit plan render check verify scan ci-stacks bench bench-cpu bench-update clean
 
 # Requirements are (re)installed into the venv whenever a requirements file changes.
 $(VENV)/.installed: requirements.txt requirements-dev.txt policies/requirements.txt
@@ -69,6 +69,7 @@ ci-stacks: $(VENV)/.installed $(SCAN_VENV)/.installed
 	done
 
 # Speed and memory against Pulumi's own floor, and scaling to 500 pools (~9 min; BENCH_ARGS=--quick for a smoke run).
+# Writes out/bench/ (untracked); `make bench-update` also copies the figures over the committed ones in bench/.
 $(VENV)/.bench-installed: $(VENV)/.installed bench/requirements.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check -r bench/requirements.txt
 	touch $@
@@ -79,6 +80,14 @@ bench: $(VENV)/.bench-installed bench-cpu
 # CPU of whole `render` processes against a process that only imports the SDKs (bench/process_cpu.py).
 bench-cpu: $(VENV)/.installed
 	$(PY) -m bench.process_cpu $(CHART_ARGS) $(BENCH_CPU_ARGS)
+
+# The committed figures change only on request, and only after a whole run succeeded: the old outputs are
+# removed first, so a failed run (make stops at it) leaves nothing stale to copy.
+BENCH_FIGURES := results.json scaling.png process_cpu.json
+bench-update:
+	rm -f $(addprefix out/bench/,$(BENCH_FIGURES))
+	$(MAKE) bench
+	cp $(addprefix out/bench/,$(BENCH_FIGURES)) bench/
 
 clean:
 	rm -rf $(VENV) out .mypy_cache .ruff_cache .pytest_cache

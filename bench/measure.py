@@ -165,7 +165,8 @@ def ratio(numerator: float | None, denominator: float | None) -> float | None:
     return numerator / denominator
 
 
-# What the benchmarks themselves write: a change there says nothing about the code measured.
+# The committed figures (`make bench-update` copies a run's out/bench/ over them): a change there says
+# nothing about the code measured.
 BENCH_OUTPUTS: Final = ("bench/results.json", "bench/scaling.png", "bench/process_cpu.json")
 
 

@@ -7,7 +7,7 @@ around it), the kinds alternating so each sees the same machine, medians over `-
 are in place for both sides (a private `PYTHONPYCACHEPREFIX`, warmed once), as on a machine that keeps
 them; `--no-bytecode-cache` measures with `PYTHONDONTWRITEBYTECODE=1` instead, where gpushare's own
 modules are compiled on every run and the SDKs' installed caches still serve. Prints a table and writes
-`bench/process_cpu.json`; asserts nothing.
+`out/bench/process_cpu.json` (untracked; `make bench-update` copies it to `bench/`); asserts nothing.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from bench.worker import SDK_MODULES
 SDK_IMPORTS: Final = f"import {', '.join(('pulumi', *SDK_MODULES))}"
 DEFAULT_STACKS: Final = ("prod", "staging", "dev")
 DEFAULT_RUNS: Final = 11
-RESULTS: Final = REPO_ROOT / "bench" / "process_cpu.json"
+RESULTS: Final = REPO_ROOT / "out" / "bench" / "process_cpu.json"
 
 
 @dataclass(frozen=True)
@@ -101,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     # Where the charts come from is render's own rule (--chart-dir, then $GPUSHARE_CHART_DIRS, ...).
     parser.add_argument("--chart-dir", type=Path, action="append", default=[])
     parser.add_argument("--no-bytecode-cache", action="store_true", help="PYTHONDONTWRITEBYTECODE=1")
-    parser.add_argument("--results", type=Path, default=RESULTS)
+    parser.add_argument("--results", type=Path, default=RESULTS, help="JSON output (default: out/bench/)")
     return parser
 
 
@@ -118,6 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     print(table(rows))
+    args.results.parent.mkdir(parents=True, exist_ok=True)
     args.results.write_text(
         json.dumps(
             {

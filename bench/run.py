@@ -6,7 +6,9 @@
 3. The config-size limit: how many pools fit in the `PULUMI_CONFIG` environment string (bench/synthetic.py).
 4. `make test` wall time (skip with `--skip-test-suite`).
 
-Prints a table, writes `bench/results.json` and plots `bench/scaling.png` (matplotlib, Agg).
+Prints a table, writes `out/bench/results.json` and plots `out/bench/scaling.png` (matplotlib, Agg):
+untracked by default; `make bench-update` copies them over the committed `bench/` figures after a run
+that succeeded.
 Everything runs in a scratch project under a temporary directory, removed afterwards (`--keep` keeps it).
 """
 
@@ -50,8 +52,10 @@ GROWTH_TARGET: Final = 12.0
 GROWTH_SIZES: Final = (50, 500)
 TEST_SUITE_TARGET_SECONDS: Final = 60.0
 
-DEFAULT_RESULTS: Final = REPO_ROOT / "bench" / "results.json"
-DEFAULT_PLOT: Final = REPO_ROOT / "bench" / "scaling.png"
+# Untracked (out/ is ignored): a run never rewrites the committed figures unless asked (make bench-update).
+BENCH_OUT: Final = REPO_ROOT / "out" / "bench"
+DEFAULT_RESULTS: Final = BENCH_OUT / "results.json"
+DEFAULT_PLOT: Final = BENCH_OUT / "scaling.png"
 
 METHOD: Final = {
     "samples": (

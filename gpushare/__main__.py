@@ -1,9 +1,21 @@
 import os
+import signal
 import sys
 
 # Before anything imports grpc (render's Pulumi SDK, check's analyzer client): gRPC core logs connection
 # teardown (GOAWAY) at INFO, noise in the commands' output. Errors still print; a user's setting wins.
 os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
+
+
+def _terminated(signum: int, frame: object) -> None:
+    # Until a command installs its own handler (render and check unwind to remove temporary folders),
+    # SIGTERM ends the process with one line instead of the silent default exit 143.
+    command = next((arg for arg in sys.argv[1:] if not arg.startswith("-")), "gpushare")
+    sys.stderr.write(f"{command}: terminated (SIGTERM); nothing was written\n")
+    raise SystemExit(128 + signal.SIGTERM)
+
+
+signal.signal(signal.SIGTERM, _terminated)
 
 try:
     from gpushare.cli import main

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from gpushare import catalog
+from gpushare.cli_arguments import add_command, gpu_model, positive_mib, utilization_ceiling
 from gpushare.errors import GpushareError
 from gpushare.fleet import ServicePlan, load_fleet, plan_fleet
 from gpushare.layout_options import AdviceReport, LayoutOption, advise
@@ -21,17 +22,25 @@ from gpushare.tuning import DEFAULT_CEILING
 
 def add_parser(sub: Any) -> None:
     """Register `advise` on the CLI's subparsers."""
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "advise",
-        help="the best MIG / time-slicing layout for a measured process, or a fleet plan",
-        description="Every layout that fits the GPU (whole GPU time-sliced or exclusive, every MIG multiset "
-        "the geometry allows), its slots by the tuning rule, the Pareto front of slots against isolation "
-        "domains, and the recommendation for each isolation level.",
+        "the best MIG / time-slicing layout for a measured process, or a fleet plan",
+        "Every layout that fits the GPU (whole GPU time-sliced or exclusive, every MIG multiset the "
+        "geometry allows), its slots by the tuning rule, the Pareto front of slots against isolation "
+        "domains, and the recommendation for each isolation level; or, with --fleet, the pools that serve "
+        "a list of services with the fewest GPUs.",
     )
-    p.add_argument("--gpu", help="GPU model key from the catalog")
-    p.add_argument("--measured-mib", type=int, help="largest process's GPU memory in MiB")
+    p.add_argument("--gpu", type=gpu_model, help="GPU model key from the catalog")
     p.add_argument(
-        "--ceiling", type=float, default=None, help=f"the tuning rule's ceiling ({DEFAULT_CEILING})"
+        "--measured-mib", type=positive_mib, metavar="MIB", help="largest process's GPU memory in MiB"
+    )
+    p.add_argument(
+        "--ceiling",
+        type=utilization_ceiling,
+        default=None,
+        metavar="C",
+        help=f"the tuning rule's ceiling, 0 < C <= 1 (default: {DEFAULT_CEILING}, or the fleet file's)",
     )
     p.add_argument("--json", action="store_true", help="every option, not only the front, as JSON")
     p.add_argument(

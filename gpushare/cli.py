@@ -1,7 +1,8 @@
-"""`python -m gpushare`: the catalog, validators, tuning rule and capacity plan from a shell.
+"""`python -m gpushare`: GPU sharing on TKE as reviewed code, from a shell — the GPU catalog, the tuning
+rule, MIG layout advice, the capacity plan of a stack, validators for NVIDIA's config files, an offline
+render and policy check of the Pulumi program, and a read-only check of the live cluster.
 
-Errors are `GpushareError`s: one line each on stderr, exit 1 (2 for usage and unreadable files),
-never a traceback.
+Bad input ends in one line on stderr naming the file and key and what to do, never a traceback.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from pathlib import Path
 from typing import TextIO
 
 from gpushare import advise_cli, catalog, device_plugin, input_files, measure_cli, mig_parted, validate_cli
-from gpushare.errors import GpushareError
+from gpushare.cli_arguments import add_command, gpu_model, positive_mib, utilization_ceiling
+from gpushare.errors import EXIT_CODES_HELP, GpushareError, UsageError
 from gpushare.gpu_memory.options import add_source_arguments
 from gpushare.plan import build_plan, capacity_json, capacity_table
 from gpushare.stack_config import CONFIG_ENV_LIMIT_BYTES, CONFIG_ENV_WARN_BYTES, StackConfig, load_stack
@@ -32,17 +34,13 @@ from gpushare.tuning import (
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 
 
-class _UsageError(GpushareError):
-    pass
-
-
 def _from_file(path: str, read: Callable[[str], int]) -> int:
     """What `read` finds in a file `tune` is given; every problem is one line naming the file (exit 2 when
     it cannot be read as text, 1 when its content is not what was expected)."""
     try:
         text = input_files.read_text(path)
     except input_files.InputFileError as err:
-        raise _UsageError(err.message, source=path) from None
+        raise UsageError(err.message, source=path) from None
     try:
         return read(text)
     except GpushareError as err:
@@ -83,11 +81,10 @@ def _verify(args: argparse.Namespace, out: TextIO) -> int:
 
 def cmd_tune(args: argparse.Namespace, out: TextIO) -> int:
     model = catalog.gpu(args.gpu)
+    # argparse refuses both at once and neither (a mutually exclusive, required group).
     measured = args.measured_mib
     if args.from_nvidia_smi:
         measured = _from_file(args.from_nvidia_smi, largest_process_mib)
-    if measured is None:
-        raise _UsageError("give --measured-mib or --from-nvidia-smi")
     if args.gpu_total_from:
         reported = _from_file(args.gpu_total_from, total_memory_mib)
         if reported != model.memory_mib:
@@ -95,6 +92,11 @@ def cmd_tune(args: argparse.Namespace, out: TextIO) -> int:
                 f"warning: nvidia-smi reports {reported} MiB, the catalog says {model.memory_mib} MiB for "
                 f"{model.key}; tuning uses the catalog (the policy pack does too)\n"
             )
+    if args.mig_profile is not None:
+        try:
+            model.mig_profile(args.mig_profile)
+        except GpushareError as err:
+            raise UsageError(f"--mig-profile: {err.message}") from None
     result = tune(model, measured, args.ceiling, mig_profile=args.mig_profile)
     if args.json:
         json.dump(result.as_json(), out, indent=2)
@@ -191,66 +193,153 @@ def _raise_terminated(signum: int, frame: object) -> None:
     raise Terminated
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m gpushare", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+def _stack_arguments(parser: argparse.ArgumentParser, directory_help: str) -> None:
+    parser.add_argument(
+        "--stack", required=True, metavar="NAME", help="the stack: Pulumi.NAME.yaml in the project directory"
+    )
+    parser.add_argument("--dir", default=str(PROJECT_DIR), metavar="DIR", help=directory_help)
 
-    p = sub.add_parser("catalog", help="the GPU catalog")
-    p.add_argument("--json", action="store_true")
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m gpushare",
+        description=__doc__,
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", help="python -m gpushare COMMAND --help for its own"
+    )
+
+    p = add_command(
+        sub,
+        "catalog",
+        "the GPU catalog",
+        "Every GPU model gpushare knows (architecture, compute capability, memory, MIG profiles) and the "
+        "Tencent instance types that carry them: the one source of the facts tuning and the policies use.",
+    )
+    p.add_argument("--json", action="store_true", help="the catalog as JSON, MIG profile details included")
     p.set_defaults(run=cmd_catalog)
 
-    p = sub.add_parser("validate", help="validate device-plugin or mig-parted config files")
-    kinds = p.add_subparsers(dest="kind", required=True)
-    k = kinds.add_parser("device-plugin-config", help="NVIDIA k8s-device-plugin config files")
-    k.add_argument("files", nargs="+", metavar="FILE")
-    k.add_argument("--plugin-version", choices=device_plugin.PLUGIN_VERSIONS, default="0.14.5")
+    p = add_command(
+        sub,
+        "validate",
+        "validate device-plugin or mig-parted config files",
+        "Judge config files as NVIDIA's programs read them: plain files, ConfigMap manifests (each data key "
+        "a config file) and `kubectl get -o yaml` Lists. A file that is not a config of that kind (Helm "
+        "values, a Deployment) is invalid.",
+    )
+    kinds = p.add_subparsers(
+        dest="kind", required=True, metavar="KIND", help="which kind of config the files hold"
+    )
+    k = add_command(
+        kinds,
+        "device-plugin-config",
+        "NVIDIA k8s-device-plugin config files",
+        "One verdict per file or ConfigMap data key: `valid` exactly when the plugin version would start "
+        "with the file; warnings for what it accepts but ignores.",
+    )
+    k.add_argument("files", nargs="+", metavar="FILE", help="config files or manifests holding ConfigMaps")
+    k.add_argument(
+        "--plugin-version",
+        choices=device_plugin.PLUGIN_VERSIONS,
+        default="0.14.5",
+        help="the plugin release to judge as (default: 0.14.5, TKE's)",
+    )
     k.add_argument(
         "--mps-root",
         metavar="PATH",
         help=f"MPS_ROOT as NVIDIA's charts set it (their default: {device_plugin.CHART_MPS_ROOT})",
     )
     k.set_defaults(run=cmd_validate)
-    k = kinds.add_parser("mig-config", help="NVIDIA mig-parted config files")
-    k.add_argument("files", nargs="+", metavar="FILE")
-    k.add_argument("--gpu", help="every mig-devices entry must also fit this GPU model")
+    k = add_command(
+        kinds,
+        "mig-config",
+        "NVIDIA mig-parted config files",
+        "One verdict per file or ConfigMap data key: `valid` when `nvidia-mig-parted assert --valid-config` "
+        "would accept it (and every layout fits --gpu when given).",
+    )
+    k.add_argument("files", nargs="+", metavar="FILE", help="config files or manifests holding ConfigMaps")
+    k.add_argument("--gpu", type=gpu_model, help="every mig-devices entry must also fit this GPU model")
     k.set_defaults(run=cmd_validate)
 
-    p = sub.add_parser("tune", help="replicas from a measurement: floor(ceiling x memory / measured)")
-    p.add_argument("--gpu", required=True, help="GPU model key from the catalog")
-    p.add_argument("--measured-mib", type=int, help="largest process's GPU memory in MiB")
-    p.add_argument("--ceiling", type=float, default=DEFAULT_CEILING)
+    p = add_command(
+        sub,
+        "tune",
+        "replicas from a measurement: floor(ceiling x memory / measured)",
+        "The tuning rule for one GPU model (or one MIG instance): how many copies of the largest measured "
+        "process fit. Give the measurement as a number or as nvidia-smi's CSV, not both.",
+    )
+    p.add_argument("--gpu", required=True, type=gpu_model, help="GPU model key from the catalog")
+    measurement = p.add_mutually_exclusive_group(required=True)
+    measurement.add_argument(
+        "--measured-mib", type=positive_mib, metavar="MIB", help="largest process's GPU memory in MiB"
+    )
+    measurement.add_argument(
+        "--from-nvidia-smi",
+        metavar="FILE",
+        help="nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv output",
+    )
+    p.add_argument(
+        "--ceiling",
+        type=utilization_ceiling,
+        default=DEFAULT_CEILING,
+        metavar="C",
+        help=f"share of GPU memory the replicas may use, 0 < C <= 1 (default: {DEFAULT_CEILING})",
+    )
     p.add_argument("--mig-profile", help="tune one MIG instance of this profile instead of the whole GPU")
-    p.add_argument("--from-nvidia-smi", metavar="FILE", help="nvidia-smi --query-compute-apps CSV output")
     p.add_argument("--gpu-total-from", metavar="FILE", help="nvidia-smi -q output, to check the GPU's total")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="the result as JSON")
     p.set_defaults(run=cmd_tune)
 
-    p = sub.add_parser("plan", help="the capacity plan of a stack")
-    p.add_argument("--stack", required=True)
-    p.add_argument("--dir", default=str(PROJECT_DIR), help="where Pulumi.<stack>.yaml lives")
-    p.add_argument("--json", action="store_true")
+    p = add_command(
+        sub,
+        "plan",
+        "the capacity plan of a stack",
+        "Replicas, slots and memory per pool of a stack, from its measurements and the catalog (no Pulumi, "
+        "no cluster): the table `render` prints and writes to capacity.json.",
+    )
+    _stack_arguments(p, "where Pulumi.<stack>.yaml lives (default: this project)")
+    p.add_argument("--json", action="store_true", help="the plan as JSON, as capacity.json holds it")
     p.set_defaults(run=cmd_plan)
 
-    p = sub.add_parser("verify", help="check the live cluster against the stack (read-only)")
-    p.add_argument("--stack", required=True)
+    p = add_command(
+        sub,
+        "verify",
+        "check the live cluster against the stack (read-only)",
+        "Read the cluster (GET and LIST only) and compare what the nodes advertise and the plugins run with "
+        "the stack's plan: slots, labels, config digests, crash loops, TKE's plugin, GPU-Pending pods, stuck "
+        "rollouts, MIG state.",
+    )
+    _stack_arguments(p, "where Pulumi.<stack>.yaml lives (default: this project)")
     p.add_argument("--kubeconfig", metavar="PATH", help="default: $KUBECONFIG, ~/.kube/config, in-cluster")
     p.add_argument("--context", metavar="NAME", help="a context of the kubeconfig (default: its current one)")
     p.add_argument("--json", action="store_true", help="the report as JSON: ok, findings, pools")
-    p.add_argument("--dir", default=str(PROJECT_DIR), help="where Pulumi.<stack>.yaml lives")
     add_source_arguments(p)
     p.set_defaults(run=_verify)
 
-    p = sub.add_parser("render", help="run the program offline and write every resource and manifest")
-    p.add_argument("--stack", required=True)
-    p.add_argument("--out", required=True, metavar="DIR")
-    p.add_argument("--dir", default=str(PROJECT_DIR), help="the Pulumi project directory")
+    p = add_command(
+        sub,
+        "render",
+        "run the program offline and write every resource and manifest",
+        "Run the real Pulumi program under Pulumi's mocks (no cloud, no credentials) and write what "
+        "`pulumi up` would create: resources.json, manifests/ (schema-validated; Helm releases rendered "
+        "from their pinned charts), tke/ and capacity.json.",
+    )
+    _stack_arguments(p, "the Pulumi project directory (default: this project)")
+    p.add_argument("--out", required=True, metavar="DIR", help="where to write (replaced as a whole)")
     _chart_arguments(p)
     p.set_defaults(run=_offline("offline.render", "cmd_render"))
 
-    p = sub.add_parser("check", help="render the stack and run the policy pack over it as the CLI does")
-    p.add_argument("--stack", required=True)
+    p = add_command(
+        sub,
+        "check",
+        "render the stack and run the policy pack over it as the CLI does",
+        "Render the stack, start the policy pack as `pulumi preview --policy-pack policies` does and drive "
+        "it over its gRPC analyzer protocol; mandatory violations exit 1.",
+    )
+    _stack_arguments(p, "the Pulumi project directory (default: this project)")
     p.add_argument("--policy-config", metavar="FILE", help="a --policy-pack-config JSON file")
-    p.add_argument("--dir", default=str(PROJECT_DIR), help="the Pulumi project directory")
     _chart_arguments(p)
     p.set_defaults(run=_offline("offline.check", "cmd_check"))
 
@@ -264,12 +353,9 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     try:
         code: int = args.run(args, out or sys.stdout)
         return code
-    except _UsageError as err:
-        sys.stderr.write(f"{err}\n")
-        return 2
     except GpushareError as err:
         sys.stderr.write(f"{err}\n")
-        return 1
+        return err.exit_code
     except KeyboardInterrupt:
         sys.stderr.write(f"{args.command}: interrupted (SIGINT); nothing was written\n")
         return 128 + signal.SIGINT

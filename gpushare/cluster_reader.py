@@ -439,7 +439,7 @@ def _read_snapshot(
     if nodes is None:
         raise ClusterUnavailable(
             f"{reader.server}: missing permission: list nodes at cluster scope (the API server answered 403); "
-            "verify needs at least that (see the README's ClusterRole)"
+            "verify needs at least that (see the ClusterRole in docs/verify.md)"
         )
     objects: dict[ObjectRef, K8sObject] = {}
     missing: set[ObjectRef] = set()

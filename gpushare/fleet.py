@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
@@ -32,11 +33,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from gpushare import catalog
 from gpushare.catalog import GpuModel
-from gpushare.errors import ConfigError, GpushareError
+from gpushare.errors import ConfigError, GpushareError, UnreadableConfigError
 from gpushare.input_files import InputFileError, read_text
 from gpushare.layout_options import LayoutOption, advise
 from gpushare.pool_snippet import PoolSnippet
-from gpushare.stack_config import Measurement
+from gpushare.stack_config import Measurement, errors_below, validation_message
+from gpushare.suggest import did_you_mean
 from gpushare.tuning import DEFAULT_CEILING
 from gpushare.yaml_bounds import (
     YamlBoundError,
@@ -167,10 +169,29 @@ def parse_fleet(text: str, source: str) -> Fleet:
     except TypeError as err:  # a YAML type with no JSON form (!!set, !!binary)
         raise ConfigError(str(err), source=source) from None
     except ValidationError as err:
-        detail = err.errors()[0]
-        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in detail["loc"]).lstrip(".")
-        message = str(detail["msg"]).removeprefix("Value error, ")
-        raise ConfigError(message, source=source, key=where or None) from None
+        # Every problem, one line each (as the stack loader reports them); an unknown key first, since a
+        # misspelled key (`replica:`) is also why its right spelling is "required".
+        details = [
+            d for d in err.errors() if not (d["type"] == "too_short" and errors_below(d["loc"], err.errors()))
+        ]
+        details.sort(key=lambda d: d["type"] != "extra_forbidden")
+        raise ConfigError("\n".join(_problem(detail, source) for detail in details)) from None
+
+
+def _problem(detail: Mapping[str, Any], source: str) -> str:
+    loc = detail["loc"]
+    where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
+    if detail["type"] == "extra_forbidden":
+        model = _FLEET_KEYS_MODELS.get(loc[0] if len(loc) > 1 else "", Fleet)
+        known = [field.alias or name for name, field in model.model_fields.items()]
+        message = f"unknown key{did_you_mean(str(loc[-1]), known)} (known: {', '.join(known)})"
+    else:
+        message = validation_message(detail)
+    return ": ".join(part for part in (source, where, message) if part)
+
+
+# The models whose keys a fleet file's sections hold, for "unknown key" and its close match.
+_FLEET_KEYS_MODELS: dict[object, type[BaseModel]] = {"services": Service, "candidates": Candidate}
 
 
 def _iso_date(value: object) -> str:
@@ -180,10 +201,11 @@ def _iso_date(value: object) -> str:
 
 
 def load_fleet(path: Path) -> Fleet:
+    """The fleet file at `path`; one that cannot be read is an `UnreadableConfigError` (exit 2)."""
     try:
         text = read_text(path, MAX_FLEET_FILE_BYTES)
     except InputFileError as err:
-        raise ConfigError(err.message, source=str(path)) from None
+        raise UnreadableConfigError(err.message, source=str(path)) from None
     return parse_fleet(text, str(path))
 
 

@@ -1,7 +1,7 @@
 """The GPU Operator mode: the chart's values and the two ConfigMaps its ClusterPolicy names, from the plan.
 
 Every value set here exists in the pinned chart's `values.yaml` (v26.7.0) and reaches the ClusterPolicy
-through its template. Why each default (confidence in README, "GPU Operator"):
+through its template. Why each default (confidence in docs/modes.md, "GPU Operator mode"):
 - `driver.enabled`/`toolkit.enabled` false: TKE installs the driver and points containerd's `runc` at
   NVIDIA's runtime (VERIFIED by a third-party TKE guide); `cdi.enabled` false: TKE's containerd 1.6 has
   no CDI (INFERRED); `operator.runtimeClass` `runc`: the operator puts every operand on the RuntimeClass

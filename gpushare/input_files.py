@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import stat
 
-from gpushare.errors import GpushareError
+from gpushare.errors import UnreadableInputError
 
 # A ConfigMap holds at most 1 MiB (etcd's object limit), so no config file a cluster reads is bigger;
 # nvidia-smi outputs of a full node are tens of KiB.
@@ -20,7 +20,7 @@ MAX_INPUT_BYTES = 1024 * 1024
 _CHUNK = 64 * 1024
 
 
-class InputFileError(GpushareError):
+class InputFileError(UnreadableInputError):
     """A named input that cannot be read as text; `source` is the path."""
 
 

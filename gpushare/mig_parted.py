@@ -23,8 +23,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gpushare import catalog
 from gpushare.catalog import GpuModel
+from gpushare.config_manifests import validate_files
 from gpushare.errors import GpushareError
-from gpushare.input_files import InputFileError, read_text
+from gpushare.input_files import decode_text
 from gpushare.mig_geometry import MigLayoutError, fit_layout
 from gpushare.yaml_bounds import AliasRecordingComposer, YamlBoundError, load_first_document
 
@@ -462,12 +463,13 @@ NO_CONFIGS = (
 
 
 def run_validate_cli(paths: Sequence[str], gpu_key: str | None, out: TextIO, err: TextIO) -> int:
-    """`validate mig-config FILE... [--gpu MODEL]`: one `FILE: valid|invalid: reason` line per file.
+    """`validate mig-config FILE... [--gpu MODEL]`: one `FILE: valid|invalid: reason` line per file, or per
+    ConfigMap data key of a manifest (the mig-parted ConfigMap `render` writes, a `kubectl get -o yaml` List).
 
-    "valid" means what `nvidia-mig-parted assert --valid-config` accepts: the file parses AND names at least
-    one config (an empty file, or `version: v1` alone, parses but leaves the MIG manager nothing to select).
-    Exit status: 0 all valid, 1 some invalid, 2 a file could not be read (missing, a directory, over 1 MiB,
-    not UTF-8 text, nested too deeply to check) or the GPU model is unknown.
+        "valid" means what `nvidia-mig-parted assert --valid-config` accepts: the file parses AND names at least
+        one config (an empty file, or `version: v1` alone, parses but leaves the MIG manager nothing to select).
+        Exit status: 0 all valid, 1 some invalid, 2 a file could not be read (missing, a directory, over 1 MiB,
+        not UTF-8 text, nested too deeply to check) or the GPU model is unknown.
     """
     gpu: GpuModel | None = None
     if gpu_key is not None:
@@ -479,14 +481,8 @@ def run_validate_cli(paths: Sequence[str], gpu_key: str | None, out: TextIO, err
     if not paths:
         print("no mig-parted config files given", file=err)
         return 2
-    status = 0
-    for path in paths:
-        try:
-            text = read_text(path)
-        except InputFileError as exc:
-            print(exc, file=err)
-            status = 2
-            continue
+
+    def judge(text: str, where: str, out: TextIO, err: TextIO) -> int:
         try:
             config = parse(text)
             if not config.mig_configs:
@@ -494,12 +490,12 @@ def run_validate_cli(paths: Sequence[str], gpu_key: str | None, out: TextIO, err
             if gpu is not None:
                 check_fits(config, gpu)
         except MigPartedConfigError as exc:
-            print(f"{path}: invalid: {exc}", file=out)
-            status = max(status, 1)
-            continue
+            print(f"{where}: invalid: {exc}", file=out)
+            return 1
         except GpushareError as exc:  # too deeply nested to check: no verdict
-            print(f"{path}: error: {exc}", file=err)
-            status = 2
-            continue
-        print(f"{path}: valid", file=out)
-    return status
+            print(f"{where}: error: {exc}", file=err)
+            return 2
+        print(f"{where}: valid", file=out)
+        return 0
+
+    return validate_files(paths, "mig-parted config", decode_text, judge, out, err)

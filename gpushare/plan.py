@@ -26,6 +26,20 @@ class SharedResource:
 
 
 @dataclass(frozen=True)
+class MigProfilePlan:
+    """One MIG profile of a pool's layout: its instances on each GPU and the replicas of each instance
+    (1 when the instance is not time-sliced), so a multi-profile pool's slots add up row by row."""
+
+    profile: str
+    instances_per_gpu: int
+    replicas: int
+
+    @property
+    def slots_per_gpu(self) -> int:
+        return self.instances_per_gpu * self.replicas
+
+
+@dataclass(frozen=True)
 class PoolPlan:
     pool: Pool
     gpu: GpuModel
@@ -46,20 +60,31 @@ class PoolPlan:
         return sum(sharing.mig_layout.values()) if isinstance(sharing, Mig) else 0
 
     @property
-    def slots_per_gpu(self) -> int:
+    def mig_profiles(self) -> tuple[MigProfilePlan, ...]:
+        """The MIG layout profile by profile (largest instance count first); empty outside MIG pools."""
         sharing = self.pool.sharing
-        if isinstance(sharing, Mig):
-            replicas = {s.resource: s.tuning.slots for s in self.shared}
-            return sum(
-                count * replicas.get(self.gpu.mig_profile(profile).resource_name, 1)
-                for profile, count in sharing.mig_layout.items()
-            )
+        if not isinstance(sharing, Mig):
+            return ()
+        replicas = {s.resource: s.tuning.slots for s in self.shared}
+        return tuple(
+            MigProfilePlan(profile, count, replicas.get(self.gpu.mig_profile(profile).resource_name, 1))
+            for profile, count in sorted(sharing.mig_layout.items(), key=lambda item: (-item[1], item[0]))
+        )
+
+    @property
+    def slots_per_gpu(self) -> int:
+        if isinstance(self.pool.sharing, Mig):
+            return sum(profile.slots_per_gpu for profile in self.mig_profiles)
         return self.shared[0].tuning.slots if self.shared else 1
 
     @property
-    def replicas(self) -> int:
-        """Replicas of one GPU (time-slicing) or of one MIG instance; 1 when nothing is time-sliced."""
-        return max((s.tuning.slots for s in self.shared), default=1)
+    def replicas(self) -> int | None:
+        """Replicas of one GPU (time-slicing), or of every MIG instance when all profiles agree; None for a
+        MIG layout whose profiles differ (`mig_profiles` has each); 1 when nothing is time-sliced."""
+        if isinstance(self.pool.sharing, Mig):
+            per_instance = {profile.replicas for profile in self.mig_profiles}
+            return per_instance.pop() if len(per_instance) == 1 else None
+        return self.shared[0].tuning.slots if self.shared else 1
 
     @property
     def slots(self) -> int:
@@ -186,6 +211,15 @@ def capacity_json(plan: SharingPlan) -> dict[str, object]:
                 "gpus": p.gpus,
                 "replicas": p.replicas,
                 "migInstancesPerGpu": p.mig_instances_per_gpu,
+                "migProfiles": [
+                    {
+                        "profile": m.profile,
+                        "instancesPerGpu": m.instances_per_gpu,
+                        "replicas": m.replicas,
+                        "slotsPerGpu": m.slots_per_gpu,
+                    }
+                    for m in p.mig_profiles
+                ],
                 "slots": p.slots,
                 "memoryUsedMiB": p.memory_used_mib,
                 "memoryTotalMiB": p.memory_total_mib,
@@ -233,8 +267,15 @@ def capacity_table(capacity: dict[str, object]) -> str:
         util = "-" if p["utilization"] is None else f"{p['utilization'] * 100:.1f} %"
         headroom = "-" if p["headroomMiBPerSlot"] is None else f"~{int(p['headroomMiBPerSlot'])} MiB"
         replicas = str(p["replicas"])
-        if p["migInstancesPerGpu"]:
-            replicas = f"{p['migInstancesPerGpu']} MIG x {p['replicas']}"
+        if p["migProfiles"]:
+            # Per profile, so the row adds up: 6 x 1g.12gb at 2 + 1 x 1g.24gb at 4 = 16 slots a GPU.
+            per_gpu = sum(m["slotsPerGpu"] for m in p["migProfiles"])
+            replicas = (
+                " + ".join(
+                    f"{m['instancesPerGpu']} x {m['profile']} at {m['replicas']}" for m in p["migProfiles"]
+                )
+                + f" = {per_gpu}/GPU"
+            )
         rows.append(
             (
                 p["name"],

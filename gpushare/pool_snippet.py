@@ -16,11 +16,13 @@ from pydantic import ValidationError
 from gpushare import catalog
 from gpushare.errors import GpushareError
 from gpushare.layout_options import LayoutOption
-from gpushare.stack_config import Pool
+from gpushare.stack_config import PLACEHOLDER_PREFIX, Pool
 
-# Written where the catalog knows no instance type for the GPU: it passes the stack model (gpusPerNode is
-# stated) but names nothing real, so `pulumi up` would fail at TKE rather than guess a family.
-INSTANCE_TYPE_PLACEHOLDER = "FILL-IN"
+# Written where only the user knows the value: the stack model accepts the entry (so what is printed is
+# checked), and the stack loader refuses every `FILL-IN` value until it is replaced, naming its key.
+INSTANCE_TYPE_PLACEHOLDER = PLACEHOLDER_PREFIX
+SOURCE_PLACEHOLDER = f"{PLACEHOLDER_PREFIX}: how and where the process was measured"
+MEASURED_AT_PLACEHOLDER = f"{PLACEHOLDER_PREFIX}: YYYY-MM-DD, the day it was measured"
 
 
 @dataclass(frozen=True)
@@ -53,7 +55,7 @@ class PoolSnippet:
         measurement: dict[str, Any] = {"measuredMiB": option.measured_mib}
         if self.measured_at:
             measurement["measuredAt"] = self.measured_at
-        measurement["source"] = self.source or "FILL-IN: how and where the process was measured"
+        measurement["source"] = self.source or SOURCE_PLACEHOLDER
         if option.mode == "time-slicing":
             pool["sharing"] = {"mode": "time-slicing", **measurement}
         elif option.mode == "exclusive":
@@ -92,6 +94,7 @@ def _flow(mapping: dict[str, Any]) -> str:
 def render_pools(snippets: Sequence[PoolSnippet]) -> str:
     """The entries as a `gpushare:pools:` block, indented as in the repo's stack files."""
     lines = ["  gpushare:pools:"]
+    to_fill: list[str] = []
     for snippet in snippets:
         entry = snippet.checked_entry()
         option = snippet.option
@@ -100,6 +103,8 @@ def render_pools(snippets: Sequence[PoolSnippet]) -> str:
         if snippet.known_instance_type:
             lines.append(f"      instanceType: {entry['instanceType']}")
         else:
+            if entry["instanceType"] == INSTANCE_TYPE_PLACEHOLDER:
+                to_fill.append("instanceType")
             lines.append(
                 f"      instanceType: {entry['instanceType']}  # a Tencent instance type carrying "
                 f"{option.gpu.key}; not in the catalog, so check gpusPerNode"
@@ -126,6 +131,15 @@ def render_pools(snippets: Sequence[PoolSnippet]) -> str:
             if "measuredAt" in measurement:
                 lines.append(f"{indent}measuredAt: {_scalar(measurement['measuredAt'])}")
             else:
-                lines.append(f'{indent}# measuredAt: "YYYY-MM-DD"  (fill in: the day it was measured)')
+                lines.append(f"{indent}measuredAt: {_scalar(MEASURED_AT_PLACEHOLDER)}")
+                to_fill.append("measuredAt")
             lines.append(f"{indent}source: {_scalar(measurement['source'])}")
+            if measurement["source"] == SOURCE_PLACEHOLDER:
+                to_fill.append("source")
+    if to_fill:
+        keys = ", ".join(dict.fromkeys(to_fill))
+        lines.append(
+            f"  # Fill in before use: {keys} (every {PLACEHOLDER_PREFIX} value; plan, render and check refuse "
+            "a stack that still holds one)"
+        )
     return "\n".join(lines) + "\n"

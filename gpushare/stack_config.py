@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 import yaml
 from pydantic import (
@@ -36,9 +36,10 @@ from gpushare import (
     tke_limits,
     yaml_bounds,
 )
-from gpushare.errors import ConfigError, GpushareError
+from gpushare.errors import ConfigError, GpushareError, UnreadableConfigError
 from gpushare.mig_geometry import fit_layout
 from gpushare.stack_yaml import load_cli_yaml
+from gpushare.suggest import did_you_mean
 from gpushare.tuning import DEFAULT_CEILING, measurement_problem
 
 PROJECT = "gpushare"
@@ -210,7 +211,7 @@ class ManagedPlugin(_Model):
 
 
 class GpuOperator(_Model):
-    """`devicePlugin.gpuOperator`: NVIDIA's GPU Operator on TKE (facts and confidence: README, GPU Operator).
+    """`devicePlugin.gpuOperator`: NVIDIA's GPU Operator on TKE (facts and confidence: docs/modes.md, GPU Operator mode).
 
     Defaults follow TKE's node set-up: TKE installs the driver and points containerd's `runc` runtime at
     NVIDIA's, so the operator's driver and toolkit stay off, CDI stays off (containerd 1.6), and the operands
@@ -761,14 +762,16 @@ def from_config_values(
         if key not in secrets:
             problems.append(f"{source}: {key}: must be a secret (pulumi config set --secret {key} ...)")
     problems.extend(_credential_problems(values, secrets, source))
+    problems.extend(_placeholder_problems(values, source))
     unknown = sorted(
         key
         for key in values
         if key.startswith(f"{PROJECT}:") and key.split(":", 1)[1] not in {*_CONFIG_FIELDS, "kubeconfig"}
     )
+    known_keys = [f"{PROJECT}:{k}" for k in _CONFIG_FIELDS]
     for key in unknown:
         problems.append(
-            f"{source}: {key}: unknown key (known: {', '.join(f'{PROJECT}:{k}' for k in _CONFIG_FIELDS)})"
+            f"{source}: {key}: unknown key{did_you_mean(key, known_keys)} (known: {', '.join(known_keys)})"
         )
     if problems:
         raise ConfigError("\n".join(problems))
@@ -885,12 +888,14 @@ def _read_stack_document(path: Path) -> Any:
         raw = input_files.read_bytes(path, MAX_STACK_FILE_BYTES)
     except input_files.InputFileError as err:
         if err.message == "no such file":
-            raise ConfigError(f"no such stack file ({path})", source=source) from None
-        raise ConfigError(_STACK_FILE_WORDS.get(err.message, err.message), source=source) from None
+            raise UnreadableConfigError(
+                f"no such stack file ({path}){_stacks_there(path)}", source=source
+            ) from None
+        raise UnreadableConfigError(_STACK_FILE_WORDS.get(err.message, err.message), source=source) from None
     try:
         text = raw.decode("utf-8-sig")  # the CLI strips a UTF-8 BOM too
     except UnicodeDecodeError as err:
-        raise ConfigError(
+        raise UnreadableConfigError(
             f"not UTF-8 text (byte 0x{raw[err.start]:02x} at offset {err.start}); save it as UTF-8",
             source=source,
         ) from None
@@ -908,6 +913,21 @@ def _read_stack_document(path: Path) -> Any:
         # PyYAML shares aliased objects, but everything after it (JSON, validation) would expand them.
         raise ConfigError(problem if problem.startswith("expands") else _TOO_DEEP, source=source)
     return document
+
+
+def _stacks_there(path: Path) -> str:
+    """`; did you mean 'prod'? (stacks in DIR: dev, prod, staging)` for a stack file that does not exist."""
+    stack = path.name.removeprefix("Pulumi.").removesuffix(".yaml")
+    try:
+        stacks = sorted(
+            found.name.removeprefix("Pulumi.").removesuffix(".yaml")
+            for found in path.parent.glob("Pulumi.*.yaml")
+        )
+    except OSError:
+        return ""
+    if not stacks:
+        return f"; no Pulumi.<stack>.yaml in {path.parent} (--dir names the project directory)"
+    return f"{did_you_mean(stack, stacks)} (stacks in {path.parent}: {', '.join(stacks)})"
 
 
 def _cli_string(value: Any) -> str:
@@ -990,14 +1010,42 @@ def _credential_problems(values: Mapping[str, Any], secrets: set[str], source: s
     return problems
 
 
+# What `advise --stack-snippet` writes where only the user knows the value (gpushare.pool_snippet).
+PLACEHOLDER_PREFIX = "FILL-IN"
+
+
+def _placeholder_problems(values: Mapping[str, Any], source: str) -> list[str]:
+    """A pasted snippet's `FILL-IN` values (source, measuredAt, instanceType) must be replaced: a stack
+    holding one would record no real provenance, or ask TKE for an instance type that does not exist."""
+    problems = []
+    pending: list[tuple[str, Any]] = [(key, values[key]) for key in sorted(values, reverse=True)]
+    while pending:
+        path, value = pending.pop()
+        if isinstance(value, str) and value.strip().startswith(PLACEHOLDER_PREFIX):
+            problems.append(
+                f"{source}: {path}: still the placeholder {value.strip()!r} from `gpushare advise "
+                "--stack-snippet`: replace it with the real value"
+            )
+        elif isinstance(value, dict):
+            pending.extend(
+                (f"{path}.{k}" if _is_plain_key(str(k)) else f"{path}[{json.dumps(str(k))}]", v)
+                for k, v in reversed(list(value.items()))
+            )
+        elif isinstance(value, list):
+            pending.extend((f"{path}[{i}]", v) for i, v in reversed(list(enumerate(value))))
+    return problems
+
+
 def _describe(err: ValidationError, source: str) -> list[str]:
     lines = []
     details = err.errors()
     for detail in details:
-        if detail["type"] == "too_short" and _has_errors_below(detail["loc"], details):
+        if detail["type"] == "too_short" and errors_below(detail["loc"], details):
             continue  # pydantic counts only the valid items: "needs at least 1" would be false
         loc: list[int | str] = list(detail["loc"])
-        message = _message(detail)
+        message = validation_message(detail)
+        if detail["type"] == "extra_forbidden" and loc:
+            message += did_you_mean(str(loc[-1]), _keys_beside(loc))
         if message.startswith("@"):
             subpath, message = message[1:].split("|", 1)
             loc += _subpath_parts(subpath)
@@ -1007,7 +1055,39 @@ def _describe(err: ValidationError, source: str) -> list[str]:
     return lines
 
 
-def _has_errors_below(loc: Sequence[int | str], details: Sequence[Mapping[str, Any]]) -> bool:
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [model for arg in get_args(annotation) for model in _models_in(arg)]
+
+
+def _keys_beside(loc: Sequence[int | str]) -> list[str]:
+    """The keys the stack model allows where the key at `loc` was found (for "did you mean"); [] when the
+    place is not one model's mapping (a dict of labels, say)."""
+    candidates: list[type[BaseModel]] = [StackConfig]
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue  # an item of a list: the same model
+        tagged = [
+            m
+            for m in candidates
+            if "mode" in m.model_fields and part in get_args(m.model_fields["mode"].annotation)
+        ]
+        if len(candidates) > 1 and tagged:  # a discriminated union's tag (`sharing.time-slicing.<key>`)
+            candidates = tagged
+            continue
+        if len(candidates) != 1:
+            return []
+        fields = candidates[0].model_fields
+        field = next((f for name, f in fields.items() if part in (name, f.alias)), None)
+        candidates = _models_in(field.annotation) if field is not None else []
+    if len(candidates) != 1:
+        return []
+    return [field.alias or name for name, field in candidates[0].model_fields.items()]
+
+
+def errors_below(loc: Sequence[int | str], details: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether another error sits inside `loc` (then pydantic's "needs at least 1 item" there is false)."""
     return any(len(d["loc"]) > len(loc) and tuple(d["loc"][: len(loc)]) == tuple(loc) for d in details)
 
 
@@ -1049,7 +1129,8 @@ def _key_path(loc: Sequence[int | str]) -> str:
 _MODES = {"time-slicing", "mig", "exclusive"}
 
 
-def _message(detail: Mapping[str, Any]) -> str:
+def validation_message(detail: Mapping[str, Any]) -> str:
+    """One pydantic error as the user reads it (`must be > 0`, `unknown key`, `must be one of ..., got ...`)."""
     kind = detail["type"]
     ctx = detail.get("ctx") or {}
     simple = {
@@ -1076,8 +1157,26 @@ def _message(detail: Mapping[str, Any]) -> str:
     if kind in simple:
         plain = {k: int(v) if isinstance(v, float) and v.is_integer() else v for k, v in ctx.items()}
         try:
-            return simple[kind].format(**plain)
+            text = simple[kind].format(**plain)
         except KeyError:
-            return simple[kind]
+            text = simple[kind]
+        return text + _got(detail)
     message = str(detail["msg"])
     return message.removeprefix("Value error, ")
+
+
+_QUOTED_CHOICE = re.compile(r"'([^']*)'")
+
+
+def _got(detail: Mapping[str, Any]) -> str:
+    """For a value outside a fixed set (a mode, an action): the value given and the nearest choice."""
+    ctx = detail.get("ctx") or {}
+    if detail["type"] == "literal_error":
+        given, expected = detail.get("input"), str(ctx.get("expected", ""))
+    elif detail["type"] == "union_tag_invalid":
+        given, expected = ctx.get("tag"), str(ctx.get("expected_tags", ""))
+    else:
+        return ""
+    if not isinstance(given, str):
+        return f", got {json.dumps(given, default=str)}"
+    return f", got {given!r}{did_you_mean(given, _QUOTED_CHOICE.findall(expected))}"

@@ -1,31 +1,25 @@
 """`gpushare validate device-plugin-config FILE...`: reads each file (bytes as go-yaml decodes them, or a
-Kubernetes manifest's ConfigMaps, each data value judged as a config file) and prints one verdict per file
-or data key; the verdicts themselves come from `gpushare.device_plugin.decode.parse`.
+Kubernetes manifest's ConfigMaps, each data value judged as a config file: `gpushare.config_manifests`)
+and prints one verdict per file or data key; the verdicts themselves come from
+`gpushare.device_plugin.decode.parse`, after refusing files that are no device-plugin config at all.
 """
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import TextIO
 
 import yaml
 
+from gpushare.config_manifests import validate_files
 from gpushare.device_plugin.decode import parse
-from gpushare.device_plugin.go_compat import yaml_problem
+from gpushare.device_plugin.go_compat import go_fold
 from gpushare.device_plugin.model import MPS_ERA, PLUGIN_VERSIONS, DevicePluginConfigError, version_at_least
 from gpushare.errors import GpushareError
-from gpushare.input_files import read_bytes
-from gpushare.yaml_bounds import (
-    AliasRecordingComposer,
-    YamlBoundError,
-    YamlTooDeepError,
-    iter_documents,
-)
+from gpushare.yaml_bounds import AliasRecordingComposer, YamlBoundError, YamlTooDeepError, load_first_document
 
 
-def _decode_file_bytes(data: bytes) -> str:
+def _decode_file_bytes(data: bytes, path: str) -> str:
     """go-yaml accepts UTF-8 (optionally with a BOM) and UTF-16 with a BOM."""
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         return data.decode("utf-16")
@@ -37,61 +31,44 @@ def _decode_file_bytes(data: bytes) -> str:
         ) from exc
 
 
-class _ManifestLoader(AliasRecordingComposer, yaml.SafeLoader):
-    """Kubernetes manifests: plain YAML, bounded like config files."""
+class _FirstDocumentLoader(AliasRecordingComposer, yaml.SafeLoader):
+    """The first document, bounded like the plugin's own reader (gpushare.yaml_bounds)."""
 
 
-@dataclass(frozen=True)
-class _ConfigMapFile:
-    """The ConfigMaps of a manifest file (`name` is `namespace/name` when the namespace is set)."""
-
-    config_maps: list[tuple[str, Mapping[str, object]]]
-    skipped: list[str]
+# The config's top-level fields in every plugin release gpushare models (`imex` from 0.17.1 on).
+_CONFIG_FIELDS = ("version", "flags", "resources", "sharing", "imex")
 
 
-def _manifest_of(text: str) -> _ConfigMapFile | None:
-    """The ConfigMaps of `text` when it is a Kubernetes manifest (its first document has `apiVersion` and
-    `kind`); None when it is not one (then it is a config file). Raises GpushareError for a manifest that
-    cannot be read past its first document."""
+def _refuse_other_documents(text: str) -> None:
+    """A mapping none of whose keys is a config field is another file (Helm values, a mig-parted config):
+    the plugin would ignore every key and start unshared, so calling it valid would mislead."""
     try:
-        documents = iter_documents(_ManifestLoader, text)
-        first = next(documents, None)
-    except (yaml.YAMLError, YamlBoundError, YamlTooDeepError, ValueError):
-        return None  # not a manifest; the config-file parser gives the verdict
-    if not (isinstance(first, dict) and isinstance(first.get("apiVersion"), str) and "kind" in first):
-        return None
-    found = _ConfigMapFile([], [])
-    index = 0
-    try:
-        for index, document in enumerate(itertools.chain([first], documents)):  # noqa: B007
-            fields: dict[Any, Any] = document if isinstance(document, dict) else {}
-            items = fields.get("items")  # `kubectl get ... -o yaml` of several objects: a List
-            for item in items if fields.get("kind") == "List" and isinstance(items, list) else [document]:
-                if item is not None:
-                    _collect_config_map(item, found)
-    except (yaml.YAMLError, YamlBoundError, ValueError) as exc:
-        problem = yaml_problem(exc) if isinstance(exc, yaml.YAMLError) else str(exc)
-        raise GpushareError(f"manifest document {index + 2}: not readable YAML: {problem}") from None
-    return found
-
-
-def _collect_config_map(document: object, found: _ConfigMapFile) -> None:
-    fields: dict[Any, Any] = document if isinstance(document, dict) else {}
-    metadata = fields.get("metadata")
-    metadata = metadata if isinstance(metadata, dict) else {}
-    name = "/".join(str(metadata[k]) for k in ("namespace", "name") if metadata.get(k)) or "(unnamed)"
-    kind = fields.get("kind")
-    if kind != "ConfigMap":
-        found.skipped.append(f"{kind or 'a non-object'} {name}")
+        document = load_first_document(_FirstDocumentLoader, text)
+    except (yaml.YAMLError, YamlBoundError, YamlTooDeepError, ValueError, RecursionError):
+        return  # the plugin's own reader gives the verdict
+    if not isinstance(document, dict) or not document:
         return
-    data = fields.get("data")
-    found.config_maps.append((name, data if isinstance(data, dict) else {}))
+    keys = [str(key) for key in document]
+    if "mig-configs" in keys:
+        raise DevicePluginConfigError(
+            "a mig-parted config (it has mig-configs), not a device-plugin config: "
+            "`validate mig-config` judges it"
+        )
+    if any(go_fold(key) in {go_fold(name) for name in _CONFIG_FIELDS} for key in keys):
+        return
+    shown = ", ".join(keys[:5]) + (", ..." if len(keys) > 5 else "")
+    raise DevicePluginConfigError(
+        f"not a device-plugin config: none of its top-level keys ({shown}) is one of "
+        f"{', '.join(_CONFIG_FIELDS)} (a Helm values file or another program's config? validate the "
+        "ConfigMap `render` writes, or the values' config.map entries as files)"
+    )
 
 
 def _validate_text(
     text: str, where: str, plugin_version: str, overrides: Mapping[str, object], out: TextIO, err: TextIO
 ) -> int:
     try:
+        _refuse_other_documents(text)
         result = parse(text, plugin_version, overrides=overrides)
     except DevicePluginConfigError as exc:
         out.write(f"{where}: invalid: {exc}\n")
@@ -106,43 +83,6 @@ def _validate_text(
         err.write(f"{where}: warning: {warning}\n")
     out.write(f"{where}: valid\n")
     return 0
-
-
-def _validate_file(
-    path: str, plugin_version: str, overrides: Mapping[str, object], out: TextIO, err: TextIO
-) -> int:
-    try:
-        text = _decode_file_bytes(read_bytes(path))
-        manifest = _manifest_of(text)
-    except DevicePluginConfigError as exc:  # not UTF-8: the plugin refuses such a file
-        out.write(f"{path}: invalid: {exc}\n")
-        return 1
-    except GpushareError as exc:
-        err.write(f"{exc}\n" if exc.source else f"{path}: error: {exc}\n")
-        return 2
-    if manifest is None:
-        return _validate_text(text, path, plugin_version, overrides, out, err)
-    for skipped in manifest.skipped:
-        err.write(f"{path}: warning: {skipped} is not a ConfigMap; not checked\n")
-    if not manifest.config_maps:
-        err.write(f"{path}: error: a Kubernetes manifest without a ConfigMap; nothing to validate\n")
-        return 2
-    status = 0
-    for name, entries in manifest.config_maps:
-        # One ConfigMap in the file: `FILE: data.<key>`; several: `FILE: ConfigMap <name> data.<key>`.
-        where_map = f"{path}: " if len(manifest.config_maps) == 1 else f"{path}: ConfigMap {name} "
-        if not entries:
-            err.write(f"{path}: error: ConfigMap {name} has no data keys; nothing to validate\n")
-            status = 2
-            continue
-        for key, value in entries.items():
-            where = f"{where_map}data.{key}"
-            if not isinstance(value, str):
-                out.write(f"{where}: invalid: not a string (ConfigMap data values are strings)\n")
-                status = max(status, 1)
-                continue
-            status = max(status, _validate_text(value, where, plugin_version, overrides, out, err))
-    return status
 
 
 def run_validate_cli(
@@ -164,7 +104,8 @@ def run_validate_cli(
             err.write(f"error: --mps-root: plugin {plugin_version} has no MPS (0.17.1 and later do)\n")
             return 2
         overrides["mpsRoot"] = mps_root
-    status = 0
-    for path in paths:
-        status = max(status, _validate_file(path, plugin_version, overrides, out, err))
-    return status
+
+    def judge(text: str, where: str, out: TextIO, err: TextIO) -> int:
+        return _validate_text(text, where, plugin_version, overrides, out, err)
+
+    return validate_files(paths, "device-plugin config", _decode_file_bytes, judge, out, err)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import TextIO
@@ -67,12 +68,29 @@ def report_table(report: VerifyReport, server: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _kubeconfig_problem(flag: str | None) -> str | None:
+    """A named kubeconfig that is not there, said as such (the client's loader calls a missing file an
+    "Invalid kube-config file"); `$KUBECONFIG` may list several files, of which kubectl skips missing ones."""
+    if flag:
+        if Path(flag).is_dir():
+            return f"--kubeconfig {flag}: is a directory, not a kubeconfig file"
+        return None if Path(flag).exists() else f"--kubeconfig {flag}: no such file"
+    listed = [path for path in os.environ.get("KUBECONFIG", "").split(os.pathsep) if path]
+    if listed and not any(Path(path).exists() for path in listed):
+        return f"$KUBECONFIG {os.environ['KUBECONFIG']}: no such file"
+    return None
+
+
 def cmd_verify(args: argparse.Namespace, out: TextIO) -> int:
     try:
         # The loader plan, render and check share: a bad stack gets their very line (and exit 2 here).
         stack = load_stack(Path(args.dir), args.stack)
     except ConfigError as err:
         sys.stderr.write(f"{err}\n")
+        return EXIT_CANNOT_CHECK
+    problem = _kubeconfig_problem(args.kubeconfig)
+    if problem:
+        sys.stderr.write(f"verify: cannot check: {problem}\n")
         return EXIT_CANNOT_CHECK
     try:
         memory_source = source_from_args(args)

@@ -783,7 +783,7 @@ def _permission_findings(snapshot: ClusterSnapshot) -> Iterator[Finding]:
             "warning",
             denial.resource,
             f"missing permission: {denial.permission} (the API server answered 403){skipped}; "
-            "see the README's ClusterRole for verify",
+            "see the ClusterRole in docs/verify.md",
         )
 
 

@@ -134,7 +134,8 @@ class ChartObject:
     def header(self) -> str:
         release = self.release
         lines = [
-            f"{CHART_RENDERED_MARK} {self.chart} {self.chart_version}, {self.source}",
+            f"{CHART_RENDERED_MARK} {self.chart} {self.chart_version}, {self.source} (for review: applied by "
+            f"its Helm release, {release.file_name}, not by hand)",
             f"# Helm release {release.namespace or 'default'}/{release.name} "
             f"({release.resource.type} {release.resource.name}); not an object gpushare itself creates",
         ]

@@ -172,22 +172,38 @@ class ChartSources:
         looked.append(f"cache {entry}" if entry is not None else None)
         if not self.download:
             looked.append("downloads off")
-            raise ChartSourceError(f"{request.describe()}: no chart source ({_looked(looked)})")
+            raise _no_source(request, looked, entry)
         if entry is None:
             looked.append("no cache entry to download into")
-            raise ChartSourceError(f"{request.describe()}: no chart source ({_looked(looked)})")
+            raise _no_source(request, looked, entry)
         if not (request.repository or request.chart.startswith("oci://")):
             looked.append("no repository to download from")
-            raise ChartSourceError(f"{request.describe()}: no chart source ({_looked(looked)})")
+            raise _no_source(request, looked, entry)
         try:
             return FoundChart(_download(request, entry), "downloaded")
         except ChartSourceError as err:
             looked.append(f"download from {request.repository or request.chart} failed: {err.message}")
-            raise ChartSourceError(f"{request.describe()}: no chart source ({_looked(looked)})") from None
+            raise _no_source(request, looked, entry) from None
 
 
 def _looked(places: Sequence[str | None]) -> str:
     return "looked in: " + "; ".join(p for p in places if p)
+
+
+def _no_source(request: ChartRequest, looked: Sequence[str | None], entry: Path | None) -> ChartSourceError:
+    """Where it looked, then the ways to give the chart (the line a user without the pinned charts meets)."""
+    where = f"{request.chart_name}-{request.version}/"
+    cache = f"unpack it as {entry}" if entry is not None else f"set XDG_CACHE_HOME and unpack it as {where}"
+    origin = request.repository or (request.chart if request.chart.startswith("oci://") else None)
+    download = (
+        f"allow the download from {origin} (network; not with --no-download or GPUSHARE_CHART_DOWNLOAD=0)"
+        if origin
+        else "name the release's chart repository so that it can be downloaded"
+    )
+    return ChartSourceError(
+        f"{request.describe()}: no chart source ({_looked(looked)}). Give it with --chart-dir DIR "
+        f"(make: CHART_DIRS=DIR; or GPUSHARE_CHART_DIRS), {cache}, or {download}"
+    )
 
 
 def _one_line(text: str) -> str:

@@ -111,11 +111,13 @@ class Manifest:
         return manifest_file_name(kind, self.namespace, self.name, ".yaml")
 
     def header(self) -> str:
-        lines = []
+        # The first line says how to apply the file by hand (`pulumi up` applies everything).
         if self.is_patch:
             force = self.document.get("metadata", {}).get("annotations", {}).get(PATCH_FORCE_ANNOTATION)
             flags = " --force-conflicts" if force == "true" else ""
-            lines.append(f"# server-side apply patch: kubectl apply --server-side{flags} -f {self.file_name}")
+            lines = [f"# server-side apply patch: kubectl apply --server-side{flags} -f {self.file_name}"]
+        else:
+            lines = [f"# apply: kubectl apply --server-side -f {self.file_name}"]
         lines.append(f"# {self.resource.type} {self.resource.name} ({self.resource.urn})")
         return "\n".join(lines) + "\n"
 
@@ -146,12 +148,12 @@ class HelmRelease:
             command.append("--create-namespace")
         command.append(f"-f {self.file_name}")
         return (
+            f"# apply: {' '.join(command)} (chart values, not an object)\n"
             f"# Helm release {self.name} ({self.resource.type} {self.resource.name})\n"
             f"# chart: {self.chart}\n"
             f"# repository: {self.repository or '-'}\n"
             f"# version: {self.version or '-'}\n"
             f"# namespace: {self.namespace or '-'}\n"
-            f"# {' '.join(command)}\n"
         )
 
 

@@ -630,10 +630,17 @@ def cmd_render(args: argparse.Namespace, out: TextIO) -> int:
     helm_values = sum(1 for file in in_manifests if file.endswith(HELM_VALUES_SUFFIX))
     chart_objects = sum(len(r.objects) for r in result.releases)
     objects = len(in_manifests) - helm_values - chart_objects
+    schema = f"the Kubernetes {result.kubernetes_schema.rpartition('.')[0]} schema (strict)"
+    # A stack whose objects all come from a chart (dev's) has none of its own: "0 objects valid" reads as
+    # a failure, so the line says where its objects are instead.
+    own = (
+        f"{objects} Kubernetes object{'' if objects == 1 else 's'} valid against {schema}"
+        if objects
+        else "no Kubernetes objects of its own (its Helm releases' are below)"
+    )
     out.write(
         f"Rendered stack {result.stack} into {args.out}: {len(result.resources)} resources, "
-        f"{len(result.files)} files; {objects} Kubernetes object{'' if objects == 1 else 's'} valid against "
-        f"the Kubernetes {result.kubernetes_schema.rpartition('.')[0]} schema (strict)"
+        f"{len(result.files)} files; {own}"
         + (f", {helm_values} Helm values file{'' if helm_values == 1 else 's'}" if helm_values else "")
         + "\n"
     )

@@ -9,7 +9,7 @@
 - `operator-driver-consistent`: one driver per node. The operator installs its driver container where
   `driver.enabled` (chart default true) and the node does not say `nvidia.com/gpu.deploy.driver=false`;
   TKE installs one where the pool's `nodeConfig.gpuArgs` names a driver (VERIFIED), and by its GPU node
-  set-up where it names none (INFERRED from TKE's guides: README, GPU Operator). The reverse (the operator's
+  set-up where it names none (INFERRED from TKE's guides: docs/modes.md, GPU Operator mode). The reverse (the operator's
   driver off where TKE installs none) cannot be told from TKE's node-pool inputs, which have no "no driver".
 Both see what `pulumi preview` shows: the Release's values, the ConfigMaps and the node pools.
 """

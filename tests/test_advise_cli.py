@@ -18,6 +18,7 @@ import yaml
 from conftest import PROJECT_DIR
 
 from gpushare.cli import main
+from gpushare.errors import ConfigError
 from gpushare.resource_types import NODE_POOL
 from gpushare.stack_config import load_stack_file
 from offline import policy_driver
@@ -107,10 +108,30 @@ def test_stack_snippet_passes_the_stack_model(
         "mode": "mig",
         "migLayout": {"1g.12gb": 6, "1g.24gb": 1},
         "layoutName": "h20-6x1g.12gb-1x1g.24gb",
-        "timeSlicing": {"measuredMiB": 4621, "source": "FILL-IN: how and where the process was measured"},
+        "timeSlicing": {
+            "measuredMiB": 4621,
+            "measuredAt": "FILL-IN: YYYY-MM-DD, the day it was measured",
+            "source": "FILL-IN: how and where the process was measured",
+        },
     }
+    assert snippet.endswith(
+        "  # Fill in before use: measuredAt, source (every FILL-IN value; plan, render and check refuse a "
+        "stack that still holds one)\n"
+    )
     document = stack_document("staging")
     document["config"]["gpushare:pools"] = [pool]
+    # Pasted as printed, the loader refuses it, naming each placeholder's key.
+    with pytest.raises(ConfigError) as refused:
+        load_stack_file(write_stack(document, "snippet"))
+    assert str(refused.value) == "\n".join(
+        f"Pulumi.snippet.yaml: gpushare:pools[0].sharing.timeSlicing.{key}: still the placeholder "
+        f"{value!r} from `gpushare advise --stack-snippet`: replace it with the real value"
+        for key, value in [
+            ("measuredAt", "FILL-IN: YYYY-MM-DD, the day it was measured"),
+            ("source", "FILL-IN: how and where the process was measured"),
+        ]
+    )
+    pool["sharing"]["timeSlicing"].update(measuredAt="2025-06-01", source="nvidia-smi on nlp-0")
     stack = load_stack_file(write_stack(document, "snippet"))
     assert stack.pool("nlp").gpus_per_node == 1
     # Without --isolation: the most slots, the whole GPU time-sliced; the catalog's L20 instance type.
@@ -137,8 +158,10 @@ def test_usage_errors_exit_2_and_bad_values_exit_1(capsys: pytest.CaptureFixture
     with pytest.raises(SystemExit):
         run(["advise", "--gpu", "H20", "--measured-mib", "4621", "--isolation", "7"])
     assert "--isolation only apply with --stack-snippet" in capsys.readouterr().err
-    code, _ = run(["advise", "--gpu", "B300", "--measured-mib", "4621"])
-    assert code == 1 and "unknown GPU model 'B300'" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exited:  # a flag naming nothing known is usage, like argparse's own
+        run(["advise", "--gpu", "B300", "--measured-mib", "4621"])
+    assert exited.value.code == 2
+    assert "error: argument --gpu: unknown GPU model 'B300'" in capsys.readouterr().err
 
 
 # --- the fleet -------------------------------------------------------------------------------------------------
@@ -178,6 +201,12 @@ def test_fleet_snippet_renders(
     """The snippet pasted into a copy of the staging stack renders as `make render` renders it."""
     pools = pools_of(fleet_plan["stackSnippet"])
     assert [p["name"] for p in pools] == ["nlp", "embed", "asr"]
+    for pool in pools:  # filled in, as the snippet's last line asks
+        measurement = pool["sharing"].get("timeSlicing", pool["sharing"])
+        if str(measurement.get("measuredAt", "")).startswith("FILL-IN"):
+            measurement["measuredAt"] = "2025-06-01"
+        if str(measurement.get("source", "")).startswith("FILL-IN"):
+            measurement["source"] = "nvidia-smi on the service's node"
     document = stack_document("staging")
     document["config"]["gpushare:pools"] = pools
     project = project_with(tmp_path, "fleet", document)
@@ -218,15 +247,32 @@ def test_fleet_text_output_and_bad_files(tmp_path: Path, capsys: pytest.CaptureF
         err = capsys.readouterr().err
         assert (code, out) == (1, ""), content
         assert err.startswith(f"{path}: ") and expected in err and err.count("\n") == 1, err
+    # Unreadable input exits 2, as in tune and validate.
     (tmp_path / "latin1.yaml").write_bytes(b"services: [{name: caf\xe9}]\n")
     code, _ = run(["advise", "--fleet", str(tmp_path / "latin1.yaml")])
-    assert (
-        code == 1
-        and capsys.readouterr().err
-        == f"{tmp_path / 'latin1.yaml'}: not UTF-8 text (byte 0xe9 at offset 21)\n"
-    )
+    assert code == 2 and capsys.readouterr().err == f"{tmp_path / 'latin1.yaml'}: not UTF-8 text (byte 0xe9 at offset 21)\n"
     code, _ = run(["advise", "--fleet", str(tmp_path / "missing.yaml")])
-    assert code == 1 and capsys.readouterr().err == f"{tmp_path / 'missing.yaml'}: no such file\n"
+    assert code == 2 and capsys.readouterr().err == f"{tmp_path / 'missing.yaml'}: no such file\n"
+    code, _ = run(["advise", "--fleet", str(tmp_path)])
+    assert code == 2 and capsys.readouterr().err == f"{tmp_path}: cannot read: Is a directory\n"
+
+
+def test_fleet_reports_every_problem_and_unknown_keys_by_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "fleet.yaml"
+    path.write_text(
+        "services:\n  - {name: nlp, measuredMiB: 0, replica: 2}\ncandidates: [L20]\nceilng: 0.8\n"
+    )
+    code, out = run(["advise", "--fleet", str(path)])
+    assert (code, out) == (1, "")
+    assert capsys.readouterr().err.splitlines() == [
+        f"{path}: services[0].replica: unknown key; did you mean 'replicas'? (known: measuredMiB, measuredAt, "
+        "source, name, replicas, isolation)",
+        f"{path}: ceilng: unknown key; did you mean 'ceiling'? (known: services, candidates, ceiling)",
+        f"{path}: services[0].measuredMiB: must be > 0",
+        f"{path}: services[0].replicas: required",
+    ]
 
 
 def test_fleet_buys_whole_nodes_and_a_single_replica_takes_the_smallest_gpu(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 import sys
 from collections import Counter
 from collections.abc import Iterator
@@ -206,6 +207,31 @@ def test_process_cpu_measures_whole_processes(tmp_path: Path, capsys: pytest.Cap
 
 
 def test_process_cpu_stops_on_a_failing_process(tmp_path: Path) -> None:
-    with pytest.raises(SystemExit, match="exited 1: Pulumi.nope.yaml: no such stack file"):
+    with pytest.raises(SystemExit, match="exited 2: Pulumi.nope.yaml: no such stack file"):
         process_cpu.main(["--runs", "1", "--stacks", "nope", "--results", str(tmp_path / "cpu.json")])
     assert not (tmp_path / "cpu.json").exists()
+
+
+def test_benchmarks_write_untracked_files_unless_asked() -> None:
+    """`make bench` writes out/bench/ (ignored by git); only `make bench-update` touches the committed
+    figures, copying them after the whole run, which make stops at when it fails."""
+    project = Path(__file__).resolve().parent.parent
+    defaults = [run.DEFAULT_RESULTS, run.DEFAULT_PLOT, process_cpu.RESULTS]
+    assert [p.relative_to(project).as_posix() for p in defaults] == [
+        "out/bench/results.json",
+        "out/bench/scaling.png",
+        "out/bench/process_cpu.json",
+    ]
+    assert "out/" in (project / ".gitignore").read_text().splitlines()
+    planned = subprocess.run(
+        ["make", "-n", "--no-print-directory", "bench-update"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    figures = "out/bench/results.json out/bench/scaling.png out/bench/process_cpu.json"
+    assert planned[0] == f"rm -f {figures}"  # nothing stale left to copy
+    assert planned[-1] == f"cp {figures} bench/"
+    bench_runs = [i for i, line in enumerate(planned) if " -m bench" in line]
+    assert bench_runs and max(bench_runs) < len(planned) - 1

@@ -141,7 +141,9 @@ def test_the_helm_stack_writes_the_charts_daemon_set_with_its_config_manager(
     path = helm_stack.out_dir / f"manifests/daemonset_{namespace}_nvidia-device-plugin.yaml"
     text = path.read_text()
     assert text.startswith(
-        f"{CHART_RENDERED_MARK} nvidia-device-plugin 0.17.1, nvidia-device-plugin/templates/daemonset-device-plugin.yml\n"
+        f"{CHART_RENDERED_MARK} nvidia-device-plugin 0.17.1, nvidia-device-plugin/templates/daemonset-device-plugin.yml "
+        f"(for review: applied by its Helm release, helmrelease_{namespace}_nvidia-device-plugin.values.yaml, not by "
+        "hand)\n"
         f"# Helm release {namespace}/nvidia-device-plugin (kubernetes:helm.sh/v3:Release "
     )
     assert "\n# validated against the Kubernetes 1.30 schema (strict)\n" in text
@@ -272,7 +274,9 @@ def test_the_operator_stack_writes_a_valid_cluster_policy_naming_config_maps_of_
     assert policy.checked_against == "CRD clusterpolicies.nvidia.com v1 (strict)"
     text = (result.out_dir / "manifests" / policy.file_name).read_text()
     assert text.startswith(
-        f"{CHART_RENDERED_MARK} gpu-operator v26.7.0, gpu-operator/templates/clusterpolicy.yaml\n"
+        f"{CHART_RENDERED_MARK} gpu-operator v26.7.0, gpu-operator/templates/clusterpolicy.yaml (for review: "
+        f"applied by its Helm release, helmrelease_{release.release.namespace}_gpu-operator.values.yaml, not by "
+        "hand)\n"
     )
     assert not release.unvalidated
     # Both configs the operator reads are ConfigMaps of the render, in the operator's namespace.
@@ -468,13 +472,18 @@ def test_pinned_directories_match_name_and_exact_version_then_the_cache(tmp_path
         sources.locate(request("0.17"))  # no prefix match: "0.17" is not 0.17.0 or 0.17.1
     assert str(caught.value) == (
         "Helm release kube-system/plugin: chart nvidia-device-plugin 0.17: no chart source (looked in: "
-        f"chart directories {single}, {pinned}; cache {cache}/nvidia-device-plugin-0.17; downloads off)"
+        f"chart directories {single}, {pinned}; cache {cache}/nvidia-device-plugin-0.17; downloads off). "
+        "Give it with --chart-dir DIR (make: CHART_DIRS=DIR; or GPUSHARE_CHART_DIRS), unpack it as "
+        f"{cache}/nvidia-device-plugin-0.17, or name the release's chart repository so that it can be "
+        "downloaded"
     )
     with pytest.raises(ChartSourceError, match="pins no chart version"):
         sources.locate(request(""))
     # A version that is no plain file name never becomes a cache path (nor a download into one).
     assert sources.cache_entry(request("../../../etc")) is None
-    with pytest.raises(ChartSourceError, match=r"no cache entry to download into\)$"):
+    with pytest.raises(
+        ChartSourceError, match=r"no cache entry to download into\)\. Give it with --chart-dir DIR "
+    ):
         ChartSources((), cache, download=True).locate(request("../x", repository="http://127.0.0.1:9"))
 
 
@@ -572,7 +581,10 @@ def test_no_chart_source_is_one_line_exit_1_and_nothing_written(
     cache = Path(os.environ["XDG_CACHE_HOME"]) / "gpushare/charts/nvidia-device-plugin-0.17.1"
     assert captured.err == (
         "Helm release nvidia-device-plugin/nvidia-device-plugin: chart nvidia-device-plugin 0.17.1: no chart "
-        f"source (looked in: chart directories {empty}; cache {cache}; downloads off)\n"
+        f"source (looked in: chart directories {empty}; cache {cache}; downloads off). Give it with --chart-dir "
+        f"DIR (make: CHART_DIRS=DIR; or GPUSHARE_CHART_DIRS), unpack it as {cache}, or allow the download "
+        "from https://nvidia.github.io/k8s-device-plugin (network; not with --no-download or "
+        "GPUSHARE_CHART_DOWNLOAD=0)\n"
     )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["charts"]  # no out/, no half-written render
 

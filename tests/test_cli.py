@@ -47,12 +47,15 @@ def test_render_and_check_of_a_directory_without_the_program_are_one_line_and_ex
     assert sorted(p.name for p in tmp_path.iterdir()) == ["Pulumi.prod.yaml", "Pulumi.yaml"]
 
 
-def test_plan_of_a_missing_stack_is_one_line_and_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
+def test_plan_of_a_missing_stack_is_one_line_exit_2_listing_the_stacks(
+    project_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     code, _ = run(["plan", "--stack", "nope"])
-    assert code == 1
-    err = capsys.readouterr().err
-    assert err.startswith("Pulumi.nope.yaml: no such stack file")
-    assert "Traceback" not in err
+    assert code == 2  # unreadable input, as a missing file is for every command
+    assert capsys.readouterr().err == (
+        f"Pulumi.nope.yaml: no such stack file ({project_dir}/Pulumi.nope.yaml) "
+        f"(stacks in {project_dir}: dev, prod, staging)\n"
+    )
 
 
 def test_catalog_json_is_camel_case() -> None:
@@ -109,10 +112,19 @@ def test_tune_reports_sharing_off() -> None:
     assert "sharing off" in text
 
 
-def test_tune_errors_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
-    assert run(["tune", "--gpu", "T4", "--measured-mib", "0"])[0] == 1
-    assert run(["tune", "--gpu", "X1", "--measured-mib", "10"])[0] == 1
-    assert "unknown GPU model 'X1'" in capsys.readouterr().err
+def test_tune_flag_errors_exit_2_naming_the_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    for argv, line in [
+        (["--gpu", "T4", "--measured-mib", "0"], "argument --measured-mib: must be > 0 MiB, got 0"),
+        (["--gpu", "X1", "--measured-mib", "10"], "argument --gpu: unknown GPU model 'X1' (known: "),
+        (
+            ["--gpu", "T4", "--measured-mib", "10", "--ceiling", "1.5"],
+            "argument --ceiling: must be in (0, 1], got 1.5",
+        ),
+    ]:
+        with pytest.raises(SystemExit) as exited:
+            run(["tune", *argv])
+        assert exited.value.code == 2
+        assert f"python -m gpushare tune: error: {line}" in capsys.readouterr().err
 
 
 def test_tune_unreadable_file_exits_2(tmp_path: Path) -> None:

@@ -278,24 +278,29 @@ def test_configmap_with_a_bomb_or_a_number_in_data(
     ]
 
 
-def test_a_manifest_without_configmaps_is_an_error(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize("kind", ["device-plugin-config", "mig-config"])
+def test_a_manifest_without_configmaps_is_invalid(
+    kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """A DaemonSet is readable content, just not a config: invalid (exit 1), not "valid", not unreadable."""
     manifest = tmp_path / "ds.yaml"
     manifest.write_text("apiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: plugin\n")
-    code, text = run_cli(["validate", "device-plugin-config", str(manifest)], capsys)
-    assert code == 2
-    assert text.splitlines() == [
-        f"{manifest}: warning: DaemonSet plugin is not a ConfigMap; not checked",
-        f"{manifest}: error: a Kubernetes manifest without a ConfigMap; nothing to validate",
-    ]
+    code, text = run_cli(["validate", kind, str(manifest)], capsys)
+    name = "device-plugin config" if kind == "device-plugin-config" else "mig-parted config"
+    assert (code, text) == (
+        1,
+        f"{manifest}: invalid: a Kubernetes manifest (apps/v1 DaemonSet plugin) with no ConfigMap: not a {name}\n",
+    )
 
 
-def test_a_configmap_without_data_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_configmap_without_data_is_invalid(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     manifest = tmp_path / "empty-cm.yaml"
     manifest.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n")
     code, text = run_cli(["validate", "device-plugin-config", str(manifest)], capsys)
-    assert (code, text) == (2, f"{manifest}: error: ConfigMap x has no data keys; nothing to validate\n")
+    assert (code, text) == (
+        1,
+        f"{manifest}: invalid: ConfigMap x has no data keys: not a device-plugin config\n",
+    )
 
 
 # --- --mps-root -----------------------------------------------------------------------------------------

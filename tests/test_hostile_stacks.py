@@ -96,7 +96,11 @@ QUALIFIED_RULE = (
 
 CASES = [
     # --- the file itself
-    Bad("missing-file", f"{F}: no such stack file ({{path}})"),
+    Bad(
+        "missing-file",
+        f"{F}: no such stack file ({{path}}); no Pulumi.<stack>.yaml in {{dir}} (--dir names the project "
+        "directory)",
+    ),
     Bad("directory", f"{F}: is a directory, not a stack file"),
     Bad(
         "not-utf8",
@@ -207,7 +211,8 @@ CASES = [
     # --- top-level keys
     Bad(
         "unknown-gpushare-key",
-        f"{F}: gpushare:pool: unknown key (known: gpushare:cluster, gpushare:sharing, gpushare:pools, "
+        f"{F}: gpushare:pool: unknown key; did you mean 'gpushare:pools'? (known: gpushare:cluster, "
+        "gpushare:sharing, gpushare:pools, "
         "gpushare:protectPools)",
         _set("gpushare:pool", []),
     ),
@@ -286,7 +291,8 @@ CASES = [
     ),
     Bad(
         "unknown-gpu",
-        f"{F}: gpushare:pools[0].gpu: unknown GPU model 'L40' (known: L20, T4, H20, A10, A30, A100-40GB, "
+        f"{F}: gpushare:pools[0].gpu: unknown GPU model 'L40'; did you mean 'L40S'? (known: L20, T4, H20, "
+        "A10, A30, A100-40GB, "
         "A100-80GB, H100-80GB, H100-94GB, H200, L4, L40S, V100)",
         _set(f"{P0}|gpu", "L40"),
     ),
@@ -339,7 +345,8 @@ CASES = [
     # --- sharing
     Bad(
         "sharing-mode-unknown",
-        f"{F}: gpushare:pools[0].sharing.mode: must be one of 'time-slicing', 'mig', 'exclusive'",
+        f"{F}: gpushare:pools[0].sharing.mode: must be one of 'time-slicing', 'mig', 'exclusive', got "
+        "'timeslicing'; did you mean 'time-slicing'?",
         _set(f"{P0}|sharing|mode", "timeslicing"),
     ),
     Bad(
@@ -643,7 +650,7 @@ def test_every_command_refuses_a_bad_stack_alike(
 ) -> None:
     path = _write_case(case, tmp_path)
     before = _listing(tmp_path)
-    expected = case.expected.replace("{path}", str(path))
+    expected = case.expected.replace("{path}", str(path)).replace("{dir}", str(tmp_path))
     for command, argv in COMMANDS.items():
         argv = [str(tmp_path / part) if part.startswith("out/") else part for part in argv]
         code = main([*argv, "--dir", str(tmp_path)], io.StringIO())
@@ -685,7 +692,8 @@ def test_a_few_as_real_subprocesses(tmp_path: Path) -> None:
     assert len(runs) == len(SUBPROCESS_CASES)
     for (case, command, project), process in runs.items():
         _, err = process.communicate(timeout=120)
-        assert process.returncode == 1, (case.id, command, err)
+        # A stack that cannot be read as text exits 2 (unreadable input), one that does not validate 1.
+        assert process.returncode == (2 if case.id == "not-utf8" else 1), (case.id, command, err)
         assert err.splitlines()[0] == case.expected, (case.id, command)
         assert "Traceback" not in err
         assert not (project / "out").exists()
@@ -779,7 +787,7 @@ def test_invalid_pools_bring_no_false_too_short(tmp_path: Path, capsys: pytest.C
     assert main(["plan", "--stack", "bad", "--dir", str(tmp_path)], io.StringIO()) == 1
     assert capsys.readouterr().err.splitlines() == [
         f"{F}: gpushare:pools[0].nodes.min: must be >= 0",
-        f"{F}: gpushare:pools[1].sharing.mode: must be one of 'time-slicing', 'mig', 'exclusive'",
+        f"{F}: gpushare:pools[1].sharing.mode: must be one of 'time-slicing', 'mig', 'exclusive', got 'bogus'",
     ]
 
 

@@ -162,14 +162,19 @@ def test_a_mig_pool_without_time_slicing_has_one_slot_per_instance(guards_plan: 
     assert whole.slots == 28  # 4 H20 x 7
 
 
-def test_a_multi_profile_mig_pool_reports_its_largest_replicas(guards_plan: Any) -> None:
+def test_a_multi_profile_mig_pool_reports_each_profile(guards_plan: Any) -> None:
     mixed = guards_plan.pool("h20-mixed")
     assert mixed.mig_strategy == "mixed"
     assert {s.resource: s.tuning.replicas for s in mixed.shared} == {
         "nvidia.com/mig-1g.12gb": 2,
         "nvidia.com/mig-3g.48gb": 8,
     }
-    assert mixed.replicas == 8  # the largest of 2 and 8, not the smallest
+    # No one replica count describes 3 x 2 + 1 x 8: neither the largest nor the smallest, so none.
+    assert mixed.replicas is None
+    assert [(m.profile, m.instances_per_gpu, m.replicas, m.slots_per_gpu) for m in mixed.mig_profiles] == [
+        ("1g.12gb", 3, 2, 6),
+        ("3g.48gb", 1, 8, 8),
+    ]
     assert mixed.slots_per_gpu == 14  # 3 x 2 + 1 x 8
     assert mixed.slots == 56  # 4 H20 x 14
 
@@ -211,9 +216,13 @@ def test_the_programs_capacity_output_is_the_hand_worked_plan(guards_run: StackR
         "t4-one": (1, 1, 1, 1),
         "t4-zero": (1, 1, 1, 1),
         "h20-whole": (4, 1, 28, 4),
-        "h20-mixed": (4, 8, 56, 4),
+        "h20-mixed": (4, None, 56, 4),
     }
     assert pools["h20-whole"]["migInstancesPerGpu"] == 7
+    assert pools["h20-mixed"]["migProfiles"] == [
+        {"profile": "1g.12gb", "instancesPerGpu": 3, "replicas": 2, "slotsPerGpu": 6},
+        {"profile": "3g.48gb", "instancesPerGpu": 1, "replicas": 8, "slotsPerGpu": 8},
+    ]
 
 
 def test_the_daemonsets_mode_defaults_to_tkes_own_plugin_image(guards_run: StackRun) -> None:

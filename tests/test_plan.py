@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -115,3 +116,21 @@ def test_staging_table_says_the_fallback_is_exclusive(project_dir: Path) -> None
     assert table.endswith(
         "Fallback key `any` (GPU nodes whose label names no key): exclusive, one pod per GPU."
     )
+
+
+def test_a_multi_profile_mig_row_adds_up_to_its_slots(project_dir: Path) -> None:
+    """staging's H20: 6 x 1g.12gb at 2 replicas + 1 x 1g.24gb at 4 = 16 slots a GPU, 64 on its 4 GPUs; no
+    single replica count (4 was shown, the largest) describes that layout."""
+    capacity = capacity_json(_plan(project_dir, "staging"))
+    h20 = next(p for p in capacity["pools"] if p["name"] == "h20")  # type: ignore[attr-defined]
+    assert h20["migProfiles"] == [
+        {"profile": "1g.12gb", "instancesPerGpu": 6, "replicas": 2, "slotsPerGpu": 12},
+        {"profile": "1g.24gb", "instancesPerGpu": 1, "replicas": 4, "slotsPerGpu": 4},
+    ]
+    assert (h20["replicas"], h20["gpus"], h20["slots"]) == (None, 4, 64)  # 4 x (12 + 4)
+    rows = capacity_table(capacity).splitlines()
+    row = next(line for line in rows if line.startswith("h20 "))
+    cells = [cell.strip() for cell in re.split(r"\s{2,}", row)]
+    assert cells[:6] == ["h20", "H20", "1", "4", "6 x 1g.12gb at 2 + 1 x 1g.24gb at 4 = 16/GPU", "64"]
+    l20 = next(p for p in capacity["pools"] if p["name"] == "l20")  # type: ignore[attr-defined]
+    assert (l20["replicas"], l20["migProfiles"]) == (8, [])

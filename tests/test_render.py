@@ -534,7 +534,8 @@ def test_a_broken_stack_file_exits_1_with_the_validators_message(
     assert captured.out == ""
     assert not out.exists()
 
-    assert cli.main(["render", "--stack", "nope", "--out", str(out), "--dir", str(project)]) == 1
+    # A missing stack file is unreadable input: 2, as for every command.
+    assert cli.main(["render", "--stack", "nope", "--out", str(out), "--dir", str(project)]) == 2
     assert capsys.readouterr().err.startswith("Pulumi.nope.yaml: no such stack file")
     assert not out.exists()
 
