@@ -4,6 +4,7 @@ parses them, so a bad one is refused naming its flag (exit 2), with the nearest 
 from __future__ import annotations
 
 import argparse
+import math
 from typing import Any
 
 from gpushare import catalog
@@ -35,6 +36,8 @@ def utilization_ceiling(value: str) -> float:
         number = float(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{value!r} is not a number") from None
+    if not math.isfinite(number):  # float() reads "nan" and "inf"
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number")
     if not 0 < number <= 1:
         raise argparse.ArgumentTypeError(f"must be in (0, 1], got {value}")
     return number

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from gpushare import kube_names
+from gpushare.cli_arguments import add_command
 from gpushare.errors import GpushareError
 from gpushare.gpu_memory.options import add_source_arguments, source_from_args
 from gpushare.gpu_memory.peaks import PoolPeak, pool_peaks
@@ -32,11 +33,19 @@ EXIT_OK, EXIT_REFUSED, EXIT_CANNOT_MEASURE = 0, 1, 2
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser(
-        "measure", help="each pool's peak per-pod GPU memory from the live cluster (read-only)"
+    p = add_command(
+        sub,
+        "measure",
+        "each pool's peak per-pod GPU memory from the live cluster (read-only)",
+        "Read GPU memory from the exporters the cluster runs (through the API server's pod proxy) or from a "
+        "Prometheus HTTP API, and give each pool's peak per-process memory where it can be established: a "
+        "GPU held by one pod, or per-pod series. Shows the replicas the peak would give beside the current "
+        "ones; --write records it in the stack file (measuredMiB, measuredAt, source) and prints the new plan.",
     )
-    p.add_argument("--stack", required=True)
-    p.add_argument("--dir", default=str(PROJECT_DIR), help="where Pulumi.<stack>.yaml lives")
+    p.add_argument(
+        "--stack", required=True, metavar="NAME", help="the stack: Pulumi.NAME.yaml in the project directory"
+    )
+    p.add_argument("--dir", default=str(PROJECT_DIR), metavar="DIR", help="where Pulumi.<stack>.yaml lives")
     p.add_argument("--kubeconfig", metavar="PATH", help="default: $KUBECONFIG, ~/.kube/config, in-cluster")
     p.add_argument("--context", metavar="NAME", help="a context of the kubeconfig (default: its current one)")
     add_source_arguments(p, window=True)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from gpushare.errors import GpushareError
+from gpushare.errors import GpushareError, UnreadableInputError
 from gpushare.stack_config import CONFIG_ENV_LIMIT_BYTES, PROJECT, StackConfig
 from offline import pack_process, policy_driver
 from offline.chart_render import ChartObject, RenderedRelease, render_releases
@@ -34,6 +34,7 @@ from offline.policy_model import (
     PolicyDriverError,
     PolicyPackStartError,
     ProviderInfo,
+    UnreadablePolicyConfigError,
 )
 from offline.recorded import RecordedResource, engine_urn, is_unknown
 from offline.render import StackRun, at_secret_paths, redacted_resources, run_stack, validated_stack
@@ -204,7 +205,9 @@ def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
     if args.policy_config:
         try:
             policy_config = load_policy_config_file(Path(args.policy_config))
-        except PolicyConfigError as err:  # its message names the file already
+        except UnreadablePolicyConfigError as err:  # its message names the file already
+            raise UnreadableInputError(str(err)) from None
+        except PolicyConfigError as err:
             raise CheckError(str(err)) from None
         except (OSError, ValueError, PolicyDriverError) as err:
             raise CheckError(str(err), source=args.policy_config) from None

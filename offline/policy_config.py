@@ -13,7 +13,13 @@ from typing import Any
 import jsonschema  # type: ignore[import-untyped]
 
 from gpushare import input_files, yaml_bounds
-from offline.policy_model import ENFORCEMENT_LEVELS, PolicyConfigEntry, PolicyConfigError, PolicyInfo
+from offline.policy_model import (
+    ENFORCEMENT_LEVELS,
+    PolicyConfigEntry,
+    PolicyConfigError,
+    PolicyInfo,
+    UnreadablePolicyConfigError,
+)
 
 # --------------------------------------------------------------------------------------------------
 # Policy config (`--policy-pack-config`) parsing and reconciliation, as pkg/resource/analyzer/config.go
@@ -65,11 +71,14 @@ def load_policy_config_file(path: Path) -> dict[str, Any]:
     """Read and check a `--policy-pack-config` JSON file; the result can be passed as `policy_config`."""
     try:
         text = input_files.read_text(path)
+    except input_files.InputFileError as err:
+        raise UnreadablePolicyConfigError(f"{path}: {err.message}") from None
+    try:
         if not text.strip():  # the CLI accepts an empty file
             return {}
         yaml_bounds.check_flow_depth(text)  # json.loads recurses per `[`
         document = json.loads(text, parse_constant=_not_json)
-    except (input_files.InputFileError, PolicyConfigError) as err:
+    except PolicyConfigError as err:
         raise PolicyConfigError(f"{path}: {err.message}") from None
     except (yaml_bounds.YamlBoundError, yaml_bounds.YamlTooDeepError, RecursionError):
         raise PolicyConfigError(f"{path}: nested too deeply to be a policy config") from None

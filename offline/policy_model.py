@@ -43,6 +43,11 @@ class PolicyConfigError(PolicyDriverError):
         super().__init__(message)
 
 
+class UnreadablePolicyConfigError(PolicyConfigError):
+    """The policy config file cannot be read at all (missing, a FIFO, too big, not text): its content was
+    never judged, so the CLI exits 2 as for every unreadable input."""
+
+
 class PolicyPackRpcError(PolicyDriverError):
     """An Analyzer RPC failed (for example a policy raised): the engine would fail the preview."""
 

@@ -30,8 +30,9 @@ FILE_COMMANDS = {
     "validate-device-plugin": (["validate", "device-plugin-config"], 2),
     "validate-mig": (["validate", "mig-config"], 2),
     "tune": (["tune", "--gpu", "L20", "--from-nvidia-smi"], 2),
-    "fleet": (["advise", "--fleet"], 1),
-    "policy-config": (["check", "--stack", "prod", "--policy-config"], 1),
+    # An input that cannot be read at all is exit 2 in every command (the CLI's convention).
+    "fleet": (["advise", "--fleet"], 2),
+    "policy-config": (["check", "--stack", "prod", "--policy-config"], 2),
 }
 
 
@@ -77,7 +78,7 @@ def test_fleet_nesting_tags_and_nan(tmp_path: Path, capsys: pytest.CaptureFixtur
         "services: !!binary c2VydmljZXM=\ncandidates: [L20]\n": f"not valid YAML: line 1, column 11: the tag !!binary {TAG_RULE}",
         "services: [{name: a, measuredMiB: 4621, replicas: 1, measuredAt: !!timestamp 2025-06-01}]\n"
         "candidates: [L20]\n": f"not valid YAML: line 1, column 66: the tag !!timestamp {TAG_RULE}",
-        "services: [{name: a, measuredMiB: 4621, replicas: 1}]\ncandidates: [L20]\nceiling: .nan\n": "ceiling: Input should be a finite number",
+        "services: [{name: a, measuredMiB: 4621, replicas: 1}]\ncandidates: [L20]\nceiling: .nan\n": "ceiling: must be a number, not NaN or infinity",
         "services: [{name: a, measuredMiB: 1, replicas: 1}]\ncandidates: [L20]\n": f"services[0].measuredMiB: 1 {FLOOR}",
     }
     for index, (text, expected) in enumerate(cases.items()):
@@ -116,9 +117,12 @@ def test_the_floor_applies_to_tune_and_advise(argv: list[str], capsys: pytest.Ca
 
 
 def test_a_nan_ceiling_is_not_a_number(capsys: pytest.CaptureFixture[str]) -> None:
-    assert run(["tune", "--gpu", "L20", "--measured-mib", "4621", "--ceiling", "nan"], capsys) == (
-        1,
-        "utilization ceiling must be a number in (0, 1], got nan\n",
+    # A flag's value is a usage error: argparse names the flag and exits 2.
+    with pytest.raises(SystemExit) as exited:
+        main(["tune", "--gpu", "L20", "--measured-mib", "4621", "--ceiling", "nan"], io.StringIO())
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "python -m gpushare tune: error: argument --ceiling: 'nan' is not a number"
     )
 
 

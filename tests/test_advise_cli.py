@@ -250,11 +250,15 @@ def test_fleet_text_output_and_bad_files(tmp_path: Path, capsys: pytest.CaptureF
     # Unreadable input exits 2, as in tune and validate.
     (tmp_path / "latin1.yaml").write_bytes(b"services: [{name: caf\xe9}]\n")
     code, _ = run(["advise", "--fleet", str(tmp_path / "latin1.yaml")])
-    assert code == 2 and capsys.readouterr().err == f"{tmp_path / 'latin1.yaml'}: not UTF-8 text (byte 0xe9 at offset 21)\n"
+    assert (
+        code == 2
+        and capsys.readouterr().err
+        == f"{tmp_path / 'latin1.yaml'}: not UTF-8 text (byte 0xe9 at offset 21)\n"
+    )
     code, _ = run(["advise", "--fleet", str(tmp_path / "missing.yaml")])
     assert code == 2 and capsys.readouterr().err == f"{tmp_path / 'missing.yaml'}: no such file\n"
     code, _ = run(["advise", "--fleet", str(tmp_path)])
-    assert code == 2 and capsys.readouterr().err == f"{tmp_path}: cannot read: Is a directory\n"
+    assert code == 2 and capsys.readouterr().err == f"{tmp_path}: is a directory, not a file\n"
 
 
 def test_fleet_reports_every_problem_and_unknown_keys_by_name(

@@ -202,7 +202,9 @@ def test_replicas_for_degenerate_measurements() -> None:
     assert replicas_for(l20, 5938.2) == 6  # rounded up to 5939 first
     assert replicas_for(l20, 46068) == 0  # floor(0.9): sharing off
     assert replicas_for(l20, 50000) == 0  # does not fit at all
-    assert replicas_for(l20, 0) == 41461  # an idle GPU counts as 1 MiB: floor(41461.2 / 1)
+    # An idle GPU counts as the 256 MiB plausibility floor: floor(41461.2 / 256) = 161, capped at 110 a GPU.
+    assert replicas_for(l20, 0) == 110
+    assert replicas_for(l20, 377) == 109  # floor(41461.2 / 377) = 109.97: under the cap
 
 
 # --------------------------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from gpushare.cluster_expectations import ClusterExpectation, PoolExpectation
 from gpushare.gpu_memory.observation import MemoryObservation
 from gpushare.gpu_memory.series import Readings, Unit
 from gpushare.plan import SharedResource
-from gpushare.tuning import max_replicas
+from gpushare.tuning import MIN_PLAUSIBLE_PROCESS_MIB, max_replicas
 from gpushare.verify_checks import Finding
 
 MEMORY_BUDGET = "memory-budget"
@@ -33,8 +33,9 @@ def mib(value: float) -> str:
 
 
 def replicas_for(shared: SharedResource, per_slot_mib: float) -> int:
-    """What `tune` gives for a measurement of `per_slot_mib` (rounded up to whole MiB), 0 if it does not fit."""
-    measured = max(1, math.ceil(per_slot_mib))
+    """What `tune` gives for a measurement of `per_slot_mib` (rounded up to whole MiB), 0 if it does not fit.
+    An observed figure below the plausibility floor (an idle GPU) is read as the floor, which `tune` takes."""
+    measured = max(MIN_PLAUSIBLE_PROCESS_MIB, math.ceil(per_slot_mib))
     if measured > shared.tuning.memory_mib:
         return 0
     return max_replicas(shared.tuning.memory_mib, measured, shared.tuning.ceiling)
