@@ -155,7 +155,7 @@ def _offline(module: str, function: str) -> Callable[[argparse.Namespace, TextIO
 
 
 def _chart_arguments(parser: argparse.ArgumentParser) -> None:
-    """Where render and check find the Helm charts of the stack's releases (offline/chart_sources.py)."""
+    """Where render and check find the Helm charts of the stack's releases (gpushare/offline/chart_sources.py)."""
     parser.add_argument(
         "--chart-dir",
         action="append",
@@ -231,14 +231,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, metavar="DIR")
     p.add_argument("--dir", default=str(PROJECT_DIR), help="the Pulumi project directory")
     _chart_arguments(p)
-    p.set_defaults(run=_offline("offline.render", "cmd_render"))
+    p.set_defaults(run=_offline("gpushare.offline.render", "cmd_render"))
 
     p = sub.add_parser("check", help="render the stack and run the policy pack over it as the CLI does")
     p.add_argument("--stack", required=True)
     p.add_argument("--policy-config", metavar="FILE", help="a --policy-pack-config JSON file")
     p.add_argument("--dir", default=str(PROJECT_DIR), help="the Pulumi project directory")
     _chart_arguments(p)
-    p.set_defaults(run=_offline("offline.check", "cmd_check"))
+    p.set_defaults(run=_offline("gpushare.offline.check", "cmd_check"))
 
     advise_cli.add_parser(sub)
     return parser

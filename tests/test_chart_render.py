@@ -1,4 +1,4 @@
-"""offline.chart_render / chart_sources / crd_schemas: Helm releases rendered by Helm itself (helm_python)
+"""gpushare.offline.chart_render / chart_sources / crd_schemas: Helm releases rendered by Helm itself (helm_python)
 from the pinned charts, every object validated (Kubernetes schema, or the chart's CRDs), and the sources
 looked up in their documented order."""
 
@@ -20,8 +20,7 @@ import yaml
 from conftest import PROJECT_DIR, STACKS, device_plugin_mode, pinned_charts
 
 from gpushare import cli
-from gpushare.resource_types import HELM_RELEASE
-from offline.chart_render import (
+from gpushare.offline.chart_render import (
     CHART_RENDERED_MARK,
     ChartObject,
     ChartObjectSchemaError,
@@ -29,11 +28,12 @@ from offline.chart_render import (
     RenderedRelease,
     render_releases,
 )
-from offline.chart_sources import ChartRequest, ChartSourceError, ChartSources, FoundChart
-from offline.crd_schemas import CrdIndex, pruned_nulls, strict_crd_schema
-from offline.manifests import to_plain, validate_manifest
-from offline.recorded import RecordedResource
-from offline.render import RenderResult, release_summary
+from gpushare.offline.chart_sources import ChartRequest, ChartSourceError, ChartSources, FoundChart
+from gpushare.offline.crd_schemas import CrdIndex, pruned_nulls, strict_crd_schema
+from gpushare.offline.manifests import to_plain, validate_manifest
+from gpushare.offline.recorded import RecordedResource
+from gpushare.offline.render import RenderResult, release_summary
+from gpushare.resource_types import HELM_RELEASE
 from policies.props import Resource
 from policies.workloads import daemon_set_plugin, helm_plugin
 
@@ -589,7 +589,7 @@ def test_helms_own_warnings_come_back_as_lines_of_the_release(capfd: pytest.Capt
 
 
 def test_the_scanner_gate_passes_over_chart_rendered_files(helm_stack: RenderResult) -> None:
-    from offline import scan
+    from gpushare.offline import scan
 
     selection = scan.select(helm_stack.out_dir / "manifests")
     (release,) = helm_stack.releases

@@ -3,7 +3,7 @@
 Props go through the same path as in a pack (a protobuf Struct, `deserialize_properties`, the
 unknown-checking proxy), so numbers are doubles, secrets arrive unwrapped and unknowns raise on access.
 The stack config reaches the rules through `PULUMI_CONFIG`, as the CLI passes it. The resources are
-the real program's, run offline once per stack file as `check` runs it (offline/render.run_stack), and
+the real program's, run offline once per stack file as `check` runs it (gpushare/offline/render.run_stack), and
 each violating case is a change to them; resources are hand-built only where the program cannot make
 them (a typed-in credential, other tools' objects, the seed cluster's mistakes in
 tests/fixtures/policies/seed_mistakes.yaml), each saying so.
@@ -42,6 +42,11 @@ from pulumi_policy.deserialize import deserialize_properties
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, unknown_checking_proxy
 
 from gpushare import kube_names
+from gpushare.offline.echo_mocks import Mocks
+from gpushare.offline.mock_run import run_program
+from gpushare.offline.recorded import is_unknown
+from gpushare.offline.render import run_stack
+from gpushare.offline.stack_files import load_stack_config
 from gpushare.resource_types import (
     CONFIG_MAP,
     DAEMON_SET,
@@ -51,11 +56,6 @@ from gpushare.resource_types import (
     TENCENTCLOUD_PROVIDER,
 )
 from gpushare.stack_config import StackConfig, load_stack_file
-from offline.echo_mocks import Mocks
-from offline.mock_run import run_program
-from offline.recorded import is_unknown
-from offline.render import run_stack
-from offline.stack_files import load_stack_config
 from policies import rules
 from policies.config_files import modelled_plugin_version
 from policies.props import SECRET_SIGNATURE, SECRET_SIGNATURE_KEY, Resource

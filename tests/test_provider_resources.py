@@ -33,14 +33,14 @@ from components.gpu_operator_release import GpuOperatorRelease, GpuOperatorRelea
 from components.provider_resources import kube_type_token
 from components.providers import kubernetes_provider
 from gpushare import resource_types
+from gpushare.offline.echo_mocks import Mocks
+from gpushare.offline.mock_run import run_function
+from gpushare.offline.program_mocks import program_mocks
+from gpushare.offline.recorded import ProgramRun, RecordedResource
+from gpushare.offline.render import RenderResult
 from gpushare.plan import build_plan
 from gpushare.plugin_configs import plugin_config_entries
 from gpushare.stack_config import GpuDriver, StackConfig, load_stack_file
-from offline.echo_mocks import Mocks
-from offline.mock_run import run_function
-from offline.program_mocks import program_mocks
-from offline.recorded import ProgramRun, RecordedResource
-from offline.render import RenderResult
 
 # Property names are lowerCamelCase identifiers; map keys (labels, `gpu_args.cudnn`'s `doc_name`) are not
 # converted: they contain `.`, `/`, `-` or `_`, or are single lower-case words, which convert to themselves.

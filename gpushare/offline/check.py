@@ -5,7 +5,7 @@ offline render's (inputs for `Analyze`, outputs for `AnalyzeStack`), the pack is
 `python -m pulumi.policy <engine> policies` and driven over gRPC.
 
 One addition the CLI does not make: every object a Helm release's chart creates, rendered as `render`
-renders it (`offline.chart_render`), is passed to the pack as a resource of its own, a child of its
+renders it (`gpushare.offline.chart_render`), is passed to the pack as a resource of its own, a child of its
 Release (URN `...kubernetes:helm.sh/v3:Release$<type>::<release resource>:<namespace>/<name>`, which
 `gpushare.resource_types.is_chart_rendered` recognises). With `pulumi preview` a Release is one resource
 holding its values; the pack sees what the chart creates only here.
@@ -21,21 +21,21 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from gpushare.errors import GpushareError
-from gpushare.stack_config import CONFIG_ENV_LIMIT_BYTES, PROJECT, StackConfig
-from offline import pack_process, policy_driver
-from offline.chart_render import ChartObject, RenderedRelease, render_releases
-from offline.chart_sources import ChartSources
-from offline.manifests import schema_version
-from offline.policy_config import load_policy_config_file
-from offline.policy_model import (
+from gpushare.offline import pack_process, policy_driver
+from gpushare.offline.chart_render import ChartObject, RenderedRelease, render_releases
+from gpushare.offline.chart_sources import ChartSources
+from gpushare.offline.manifests import schema_version
+from gpushare.offline.policy_config import load_policy_config_file
+from gpushare.offline.policy_model import (
     AnalyzedResource,
     PackReport,
     PolicyDriverError,
     PolicyPackStartError,
     ProviderInfo,
 )
-from offline.recorded import RecordedResource, engine_urn, is_unknown
-from offline.render import StackRun, at_secret_paths, redacted_resources, run_stack, validated_stack
+from gpushare.offline.recorded import RecordedResource, engine_urn, is_unknown
+from gpushare.offline.render import StackRun, at_secret_paths, redacted_resources, run_stack, validated_stack
+from gpushare.stack_config import CONFIG_ENV_LIMIT_BYTES, PROJECT, StackConfig
 
 POLICY_PACK_DIR = "policies"
 

@@ -3,10 +3,10 @@
 `run_program` reproduces what `pulumi-language-python-exec` does for `pulumi preview/up`
 (config via `set_all_config`, `Settings`, a fresh event loop, `run_in_stack(runpy.run_path(DIR))`,
 cwd = the project directory), but the resource monitor is a `RecordingMonitor`
-(`offline.recording_monitor`), so the result is a `ProgramRun` (`offline.recorded`) of everything the
+(`gpushare.offline.recording_monitor`), so the result is a `ProgramRun` (`gpushare.offline.recorded`) of everything the
 engine would have seen. This module owns the process-wide set-up and tear-down around a run (lock, cwd,
 environment, the program's modules, the SDK's context defaults), the event loop, the timeout and cancelling.
-Stack files are read by `offline.stack_files`; the mocks are `offline.echo_mocks`.
+Stack files are read by `gpushare.offline.stack_files`; the mocks are `gpushare.offline.echo_mocks`.
 """
 
 from __future__ import annotations
@@ -31,10 +31,10 @@ from pulumi.runtime import settings as pulumi_settings
 from pulumi.runtime.config import set_all_config
 from pulumi.runtime.stack import run_in_stack
 
-from offline.echo_mocks import Mocks
-from offline.recorded import ProgramRun
-from offline.recording_monitor import RecordingEngine, RecordingMonitor
-from offline.stack_files import config_string, namespaced_key, read_project_name
+from gpushare.offline.echo_mocks import Mocks
+from gpushare.offline.recorded import ProgramRun
+from gpushare.offline.recording_monitor import RecordingEngine, RecordingMonitor
+from gpushare.offline.stack_files import config_string, namespaced_key, read_project_name
 
 _T = TypeVar("_T")
 

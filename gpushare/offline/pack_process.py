@@ -23,7 +23,7 @@ import yaml
 from google.protobuf import empty_pb2  # type: ignore[import-untyped]
 from pulumi.runtime.proto import engine_pb2, engine_pb2_grpc
 
-from offline.policy_model import PolicyPackStartError
+from gpushare.offline.policy_model import PolicyPackStartError
 
 SHUTDOWN_GRACE_SECONDS: Final = 5.0  # the CLI interrupts a plugin, then kills it after 5 s
 _MAX_MESSAGE_BYTES: Final = 400 * 1024 * 1024  # what pulumi_policy allows, far above the 4 MB default

@@ -18,8 +18,8 @@ from google.protobuf import empty_pb2  # type: ignore[import-untyped]  # no stub
 from pulumi.runtime.mocks import MockCallArgs, MockMonitor, MockResourceArgs
 from pulumi.runtime.proto import engine_pb2, provider_pb2, resource_pb2
 
-from offline.recorded import STACK_TYPE, ProgramRun, RecordedResource, engine_urn
-from offline.wire_codec import decode_struct, encode_struct, property_path
+from gpushare.offline.recorded import STACK_TYPE, ProgramRun, RecordedResource, engine_urn
+from gpushare.offline.wire_codec import decode_struct, encode_struct, property_path
 
 try:  # private helper: maps the transform callbacks of a request back to the Python callables
     from pulumi.runtime.mocks import _resolve_callbacks

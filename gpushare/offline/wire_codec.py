@@ -14,8 +14,8 @@ from typing import Any, Final
 
 from google.protobuf import struct_pb2  # type: ignore[import-untyped]  # no stubs installed
 
-from offline import wire
-from offline.recorded import UNKNOWN, ResourceRef, is_unknown
+from gpushare.offline import wire
+from gpushare.offline.recorded import UNKNOWN, ResourceRef, is_unknown
 
 UNKNOWN_WIRE: Final = wire.UNKNOWN
 """The engine's unknown sentinel; decoded, it becomes `UNKNOWN`."""

@@ -6,7 +6,7 @@ file are not scanned, each said so in the output: server-side-apply patches (par
 would judge TKE's DaemonSet by the few fields gpushare sets) and whatever a Helm release renders or is
 given (NVIDIA's chart and its values, not gpushare's objects).
 
-    python -m offline.scan out/prod/manifests --checkov venv/scanners/bin/checkov
+    python -m gpushare.offline.scan out/prod/manifests --checkov venv/scanners/bin/checkov
 """
 
 from __future__ import annotations
@@ -20,11 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-# What the first comment lines of a rendered manifest say about it (offline/manifests.py writes them).
+# What the first comment lines of a rendered manifest say about it (gpushare/offline/manifests.py writes them).
 _OWN_OBJECT = "# kubernetes:"
 _PATCH = "# server-side apply patch"
 _HELM = "# Helm release"
-_CHART_RENDERED = "# chart-rendered:"  # offline/chart_render.py: an object a Helm release's chart creates
+_CHART_RENDERED = (
+    "# chart-rendered:"  # gpushare/offline/chart_render.py: an object a Helm release's chart creates
+)
 
 
 @dataclass(frozen=True)
@@ -121,7 +123,9 @@ def scan(manifests: Path, checkov: str) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m offline.scan", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m gpushare.offline.scan", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("manifests", type=Path, help="a rendered stack's manifests/ folder")
     parser.add_argument("--checkov", default="checkov", help="the checkov executable")
     args = parser.parse_args(argv)

@@ -1,7 +1,7 @@
 """`python -m gpushare render --stack NAME --out DIR`: run the real program offline and write what it
 would create, for review.
 
-The program (`__main__.py`) runs unchanged under `offline.mock_run` with the stack file loaded as the
+The program (`__main__.py`) runs unchanged under `gpushare.offline.mock_run` with the stack file loaded as the
 CLI loads it; `secure:` values reach it as `SECRET_PLACEHOLDER` and are never decrypted. The only
 cloud call it makes, the TKE `getClusters` lookup of the kubeconfig, is answered by the mocks with a
 placeholder kubeconfig that holds no credentials. The echo mocks run it as an update (not a preview),
@@ -12,7 +12,7 @@ project and the stack file only.
 DIR gets `resources.json` (every registration), `outputs.json` and `capacity.json` (stack outputs),
 `manifests/` (Kubernetes objects as `kubectl apply -f` takes them, each validated strictly against the
 cluster version's schema; each Helm release as its values file and every object its chart creates,
-rendered by Helm and validated by `offline.chart_render`, the chart found by `offline.chart_sources`)
+rendered by Helm and validated by `gpushare.offline.chart_render`, the chart found by `gpushare.offline.chart_sources`)
 and `tke/` (node-pool arguments, with any
 pre-start script decoded next to them, and the files that script installs). Values at secret input
 paths are written as `<secret>`, and a render in which a secret value shows up anywhere else is refused.
@@ -46,11 +46,9 @@ import pulumi
 
 from gpushare import mig_setup, resource_types
 from gpushare.errors import GpushareError
-from gpushare.plan import capacity_table
-from gpushare.stack_config import StackConfig, load_stack
-from offline.chart_render import ChartObject, RenderedRelease, render_releases
-from offline.chart_sources import ChartSources
-from offline.manifests import (
+from gpushare.offline.chart_render import ChartObject, RenderedRelease, render_releases
+from gpushare.offline.chart_sources import ChartSources
+from gpushare.offline.manifests import (
     HELM_VALUES_SUFFIX,
     dump_yaml,
     extract_helm_releases,
@@ -59,10 +57,12 @@ from offline.manifests import (
     to_plain,
     validate_manifests,
 )
-from offline.mock_run import run_program
-from offline.program_mocks import program_mocks
-from offline.recorded import ProgramRun, RecordedResource
-from offline.stack_files import SECRET_PLACEHOLDER, load_stack_config
+from gpushare.offline.mock_run import run_program
+from gpushare.offline.program_mocks import program_mocks
+from gpushare.offline.recorded import ProgramRun, RecordedResource
+from gpushare.offline.stack_files import SECRET_PLACEHOLDER, load_stack_config
+from gpushare.plan import capacity_table
+from gpushare.stack_config import StackConfig, load_stack
 
 __all__ = [
     "NODE_POOL_TYPE",
@@ -184,7 +184,7 @@ _PATH_PART: Final = re.compile(
 
 
 def _parse_property_path(path: str) -> list[str | int]:
-    """Engine property paths as offline.wire_codec records them: `a.b`, `data["x.y"]`, `items[0]`."""
+    """Engine property paths as gpushare.offline.wire_codec records them: `a.b`, `data["x.y"]`, `items[0]`."""
     parts: list[str | int] = []
     position = 0
     while position < len(path):

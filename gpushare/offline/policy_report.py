@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from offline.policy_model import Diagnostic, PackReport
+from gpushare.offline.policy_model import Diagnostic, PackReport
 
 # --------------------------------------------------------------------------------------------------
 # Display, after pkg/backend/display (progress.go printPolicies, diff.go renderDiffPolicyViolationEvent)

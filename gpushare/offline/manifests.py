@@ -25,7 +25,7 @@ from referencing import Registry, Resource
 
 from gpushare import resource_types
 from gpushare.errors import ConfigError, GpushareError
-from offline.recorded import RecordedResource, is_unknown
+from gpushare.offline.recorded import RecordedResource, is_unknown
 
 __all__ = [
     "HELM_RELEASE_TYPE",

@@ -1,6 +1,6 @@
 """The generic mocks a recorded run answers with (`Mocks`): resources echo their inputs, Kubernetes objects
 get deterministic auto-names, invokes go to handlers. gpushare's own choice of mocks is in
-`offline.program_mocks`.
+`gpushare.offline.program_mocks`.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from typing import Any
 
 import jsonschema  # type: ignore[import-untyped]
 
-from offline.policy_model import ENFORCEMENT_LEVELS, PolicyConfigEntry, PolicyConfigError, PolicyInfo
+from gpushare.offline.policy_model import ENFORCEMENT_LEVELS, PolicyConfigEntry, PolicyConfigError, PolicyInfo
 
 # --------------------------------------------------------------------------------------------------
 # Policy config (`--policy-pack-config`) parsing and reconciliation, as pkg/resource/analyzer/config.go

@@ -3,15 +3,15 @@ client and the run.
 
 There is no Pulumi CLI or engine here, so this module plays the engine's part:
 
-1. It starts the pack with a fake engine (`offline.pack_process`): `python -u -m pulumi.policy <engine
+1. It starts the pack with a fake engine (`gpushare.offline.pack_process`): `python -u -m pulumi.policy <engine
    address> DIR` with `cwd=DIR` and the `PULUMI_ORGANIZATION/PROJECT/STACK/DRY_RUN/CONFIG` environment.
 2. It reads the pack's gRPC port from the first stdout line and drives the `pulumirpc.Analyzer`
    RPCs in the engine's order: Handshake, ConfigureStack, GetPluginInfo, GetAnalyzerInfo,
-   Configure (policy config reconciled like `ReconcilePolicyPackConfig`, `offline.policy_config`), then
+   Configure (policy config reconciled like `ReconcilePolicyPackConfig`, `gpushare.offline.policy_config`), then
    Remediate and Analyze for each resource, and AnalyzeStack once at the end; requests and answers are
    encoded and decoded here.
 3. It stops the pack like the CLI (SIGINT, then kill after 5 s) and returns a `PackReport`
-   (`offline.policy_model`); `format_report` (`offline.policy_report`) renders it as the "Policies:" block
+   (`gpushare.offline.policy_model`); `format_report` (`gpushare.offline.policy_report`) renders it as the "Policies:" block
    of `pulumi preview`.
 
 Upstream references: pulumi/pulumi `pkg/resource/plugin/analyzer_plugin.go`,
@@ -35,9 +35,9 @@ import grpc  # type: ignore[import-untyped]
 from google.protobuf import empty_pb2, json_format, struct_pb2  # type: ignore[import-untyped]
 from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 
-from offline.pack_process import GRPC_OPTIONS, PackProcess, _serve_engine, load_pack_project
-from offline.policy_config import parse_policy_config, reconcile_policy_config
-from offline.policy_model import (
+from gpushare.offline.pack_process import GRPC_OPTIONS, PackProcess, _serve_engine, load_pack_project
+from gpushare.offline.policy_config import parse_policy_config, reconcile_policy_config
+from gpushare.offline.policy_model import (
     ENFORCEMENT_LEVELS,
     SDK_PACK_VERSION,
     AnalyzedResource,
@@ -54,11 +54,11 @@ from offline.policy_model import (
     Remediation,
     root_stack_urn,
 )
-from offline.policy_report import format_report
+from gpushare.offline.policy_report import format_report
 
 # Inside `properties` the engine sends every unknown (computed) value as `UNKNOWN` and a secret as
 # `secret(value)`; both are part of this module's interface.
-from offline.wire import UNKNOWN, secret
+from gpushare.offline.wire import UNKNOWN, secret
 
 # The driver's interface: what `run_policy_pack` takes, returns and raises, the two marked values the
 # engine puts in `properties`, and `format_report` to show a report as `pulumi preview` does.

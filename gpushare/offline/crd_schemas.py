@@ -3,7 +3,7 @@
 A chart's CRDs (`crds/` of the chart and its subcharts, and any rendered from templates) carry, per served
 version, an `openAPIV3Schema`. A custom resource of that group, version and kind is checked against it
 with `jsonschema` (OpenAPI 3.0 schemas are JSON Schema draft 4 plus Kubernetes extensions), made strict
-the way the Kubernetes schemas of `offline.manifests` are:
+the way the Kubernetes schemas of `gpushare.offline.manifests` are:
 
 - an object schema that lists `properties` rejects other fields (`additionalProperties: false`), unless
   it says `x-kubernetes-preserve-unknown-fields: true`; the API server would prune such a field silently,
@@ -24,7 +24,7 @@ from typing import Any, Final
 
 import jsonschema  # type: ignore[import-untyped]  # no stubs installed
 
-from offline.manifests import SchemaViolation, schema_violation
+from gpushare.offline.manifests import SchemaViolation, schema_violation
 
 __all__ = ["CRD_API_VERSION", "CRD_KIND", "CrdIndex", "CrdVersion", "pruned_nulls", "strict_crd_schema"]
 

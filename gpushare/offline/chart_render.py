@@ -2,16 +2,16 @@
 validated against a schema that knows its kind.
 
 A `kubernetes:helm.sh/v3:Release` is rendered as `pulumi up` would install it: Helm's Go SDK
-(`helm_python`, no `helm` binary) loads the chart from `offline.chart_sources` and renders it with the
+(`helm_python`, no `helm` binary) loads the chart from `gpushare.offline.chart_sources` and renders it with the
 release's recorded values, name and namespace as a first install (`.Release.IsInstall`), which also checks
 the values against the chart's `values.schema.json` files. What no render can know: there is no cluster,
 so `lookup` finds nothing and `.Capabilities` are Helm's defaults, as with `helm template`.
 
 Each object comes back with where it came from (release, chart, template) and what checked it:
-- built-in kinds: the stack's Kubernetes version schema, strict (`offline.manifests`, as for gpushare's
+- built-in kinds: the stack's Kubernetes version schema, strict (`gpushare.offline.manifests`, as for gpushare's
   own objects);
 - custom resources (the operator's ClusterPolicy, NFD's NodeFeatureRule, ...): the CRD shipped in the
-  chart or its subcharts (`offline.crd_schemas`);
+  chart or its subcharts (`gpushare.offline.crd_schemas`);
 - a kind neither knows is kept and reported as not validated, never called valid.
 The chart's `crds/` are objects of the release too (Helm creates them on first install, unless the release
 says `skipCrds`). Hooks are kept and marked: Helm runs them around install, upgrade or delete.
@@ -32,9 +32,9 @@ from typing import Any, Final
 import yaml
 
 from gpushare.errors import GpushareError
-from offline.chart_sources import ChartRequest, ChartSources, FoundChart
-from offline.crd_schemas import CRD_API_VERSION, CRD_KIND, CrdIndex
-from offline.manifests import (
+from gpushare.offline.chart_sources import ChartRequest, ChartSources, FoundChart
+from gpushare.offline.crd_schemas import CRD_API_VERSION, CRD_KIND, CrdIndex
+from gpushare.offline.manifests import (
     HelmRelease,
     SchemaViolation,
     extract_helm_releases,
@@ -43,7 +43,7 @@ from offline.manifests import (
     to_plain,
     validate_manifest,
 )
-from offline.recorded import RecordedResource
+from gpushare.offline.recorded import RecordedResource
 
 __all__ = [
     "CHART_RENDERED_MARK",

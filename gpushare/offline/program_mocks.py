@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from gpushare import resource_types
-from offline.echo_mocks import Mocks
+from gpushare.offline.echo_mocks import Mocks
 
 GET_CLUSTERS: Final = resource_types.GET_CLUSTERS
 
