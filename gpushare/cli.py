@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import importlib
 import json
 import signal
 import sys
@@ -17,12 +16,16 @@ from pathlib import Path
 from typing import TextIO
 
 from gpushare import advise_cli, catalog, device_plugin, input_files, mig_parted, validate_cli
+from gpushare.config_size import warn_config_size
 from gpushare.errors import GpushareError
 from gpushare.plan import build_plan, capacity_json, capacity_table
-from gpushare.stack_config import CONFIG_ENV_LIMIT_BYTES, CONFIG_ENV_WARN_BYTES, StackConfig, load_stack
+from gpushare.project_dir import NoProjectError, project_dir
+from gpushare.stack_config import load_stack
 from gpushare.tuning import DEFAULT_CEILING, largest_process_mib, total_memory_mib, tune
 
-PROJECT_DIR = Path(__file__).resolve().parent.parent
+PROJECT_DIR_HELP = (
+    "the Pulumi project directory (default: the nearest one holding a Pulumi.yaml, from here up)"
+)
 
 
 class _UsageError(GpushareError):
@@ -107,16 +110,6 @@ def cmd_tune(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def warn_config_size(stack: StackConfig) -> None:
-    """plan and render work at any size; `check` (like `pulumi preview --policy-pack`) stops at the limit."""
-    if stack.config_env_bytes >= CONFIG_ENV_WARN_BYTES:
-        sys.stderr.write(
-            f"warning: {stack.source}: the stack config is {stack.config_env_bytes // 1024} KiB as the policy "
-            f"pack's PULUMI_CONFIG environment variable; Linux caps one at {CONFIG_ENV_LIMIT_BYTES // 1024} KiB, "
-            "beyond which `check` and `pulumi preview --policy-pack` cannot start the pack\n"
-        )
-
-
 def cmd_plan(args: argparse.Namespace, out: TextIO) -> int:
     stack = load_stack(Path(args.dir), args.stack)
     warn_config_size(stack)
@@ -129,29 +122,40 @@ def cmd_plan(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def _offline(module: str, function: str) -> Callable[[argparse.Namespace, TextIO], int]:
-    """render and check run the Pulumi program and the policy pack; they live in `offline/`, which may
-    import Pulumi, so they are loaded only when asked for."""
+def _render(args: argparse.Namespace, out: TextIO) -> int:
+    _refuse_bad_stack_early(args)
+    from gpushare.offline.render import cmd_render  # imports the Pulumi SDKs: only for render
 
-    def run(args: argparse.Namespace, out: TextIO) -> int:
-        # The stack first, through the loader every command shares: a bad one is refused in a blink,
-        # before the SDKs are even imported (the commands load it again; that costs milliseconds).
-        load_stack(Path(args.dir), args.stack)
-        command: Callable[[argparse.Namespace, TextIO], int] = getattr(
-            importlib.import_module(module), function
-        )
-        # A run allocates many short-lived objects over a large, long-lived heap (the SDKs): freezing what
-        # is imported and collecting less often took a 500-pool render from 28 s to 20 s (bench/).
-        gc.freeze()
-        gc.set_threshold(100_000, 50, 100)
-        # SIGTERM (kill, a CI timeout) unwinds like Ctrl-C, so temporary folders are removed on the way out.
-        previous = signal.signal(signal.SIGTERM, _raise_terminated)
-        try:
-            return command(args, out)
-        finally:
-            signal.signal(signal.SIGTERM, previous)
+    return _run_offline(cmd_render, args, out)
 
-    return run
+
+def _check(args: argparse.Namespace, out: TextIO) -> int:
+    _refuse_bad_stack_early(args)
+    from gpushare.offline.check import cmd_check  # imports the Pulumi SDKs: only for check
+
+    return _run_offline(cmd_check, args, out)
+
+
+def _refuse_bad_stack_early(args: argparse.Namespace) -> None:
+    # The stack first, through the loader every command shares: a bad one is refused in a blink, before
+    # the SDKs are even imported (the commands load it again; that costs milliseconds).
+    load_stack(Path(args.dir), args.stack)
+
+
+def _run_offline(
+    command: Callable[[argparse.Namespace, TextIO], int], args: argparse.Namespace, out: TextIO
+) -> int:
+    """render and check (gpushare/offline/) run the Pulumi program and the policy pack."""
+    # A run allocates many short-lived objects over a large, long-lived heap (the SDKs): freezing what
+    # is imported and collecting less often took a 500-pool render from 28 s to 20 s (bench/).
+    gc.freeze()
+    gc.set_threshold(100_000, 50, 100)
+    # SIGTERM (kill, a CI timeout) unwinds like Ctrl-C, so temporary folders are removed on the way out.
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        return command(args, out)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _chart_arguments(parser: argparse.ArgumentParser) -> None:
@@ -214,7 +218,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("plan", help="the capacity plan of a stack")
     p.add_argument("--stack", required=True)
-    p.add_argument("--dir", default=str(PROJECT_DIR), help="where Pulumi.<stack>.yaml lives")
+    p.add_argument("--dir", help=PROJECT_DIR_HELP)
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=cmd_plan)
 
@@ -223,22 +227,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kubeconfig", metavar="PATH", help="default: $KUBECONFIG, ~/.kube/config, in-cluster")
     p.add_argument("--context", metavar="NAME", help="a context of the kubeconfig (default: its current one)")
     p.add_argument("--json", action="store_true", help="the report as JSON: ok, findings, pools")
-    p.add_argument("--dir", default=str(PROJECT_DIR), help="where Pulumi.<stack>.yaml lives")
+    p.add_argument("--dir", help=PROJECT_DIR_HELP)
     p.set_defaults(run=_verify)
 
     p = sub.add_parser("render", help="run the program offline and write every resource and manifest")
     p.add_argument("--stack", required=True)
     p.add_argument("--out", required=True, metavar="DIR")
-    p.add_argument("--dir", default=str(PROJECT_DIR), help="the Pulumi project directory")
+    p.add_argument("--dir", help=PROJECT_DIR_HELP)
     _chart_arguments(p)
-    p.set_defaults(run=_offline("gpushare.offline.render", "cmd_render"))
+    p.set_defaults(run=_render)
 
     p = sub.add_parser("check", help="render the stack and run the policy pack over it as the CLI does")
     p.add_argument("--stack", required=True)
     p.add_argument("--policy-config", metavar="FILE", help="a --policy-pack-config JSON file")
-    p.add_argument("--dir", default=str(PROJECT_DIR), help="the Pulumi project directory")
+    p.add_argument("--dir", help=PROJECT_DIR_HELP)
     _chart_arguments(p)
-    p.set_defaults(run=_offline("gpushare.offline.check", "cmd_check"))
+    p.set_defaults(run=_check)
 
     advise_cli.add_parser(sub)
     return parser
@@ -247,9 +251,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        if "dir" in args:  # the commands that work on a Pulumi project
+            args.dir = str(project_dir(args.dir))
         code: int = args.run(args, out or sys.stdout)
         return code
-    except _UsageError as err:
+    except (_UsageError, NoProjectError) as err:
         sys.stderr.write(f"{err}\n")
         return 2
     except GpushareError as err:

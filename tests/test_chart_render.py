@@ -34,8 +34,8 @@ from gpushare.offline.manifests import to_plain, validate_manifest
 from gpushare.offline.recorded import RecordedResource
 from gpushare.offline.render import RenderResult, release_summary
 from gpushare.resource_types import HELM_RELEASE
-from policies.props import Resource
-from policies.workloads import daemon_set_plugin, helm_plugin
+from gpushare_policies.props import Resource
+from gpushare_policies.workloads import daemon_set_plugin, helm_plugin
 
 SCHEMA = "1.30.0"
 DEVICE_PLUGIN = ("nvidia-device-plugin", "0.17.1")
@@ -206,7 +206,7 @@ def test_the_charts_config_map_holds_exactly_the_releases_config_map(helm_stack:
 
 
 def test_the_packs_model_of_the_chart_is_what_helm_renders(helm_stack: RenderResult) -> None:
-    # `pulumi preview` gives the pack only the Release's values; policies/workloads.py models from them
+    # `pulumi preview` gives the pack only the Release's values; policies/gpushare_policies/workloads.py models from them
     # where the chart's plugin lands (its default node affinity from 0.15 on) and which plugin it runs.
     # Helm's render is the oracle for that model.
     (release,) = helm_stack.releases

@@ -45,6 +45,7 @@ from typing import Any, Final, TextIO
 import pulumi
 
 from gpushare import mig_setup, resource_types
+from gpushare.config_size import warn_config_size
 from gpushare.errors import GpushareError
 from gpushare.offline.chart_render import ChartObject, RenderedRelease, render_releases
 from gpushare.offline.chart_sources import ChartSources
@@ -616,8 +617,6 @@ def release_summary(rendered: RenderedRelease) -> str:
 
 
 def cmd_render(args: argparse.Namespace, out: TextIO) -> int:
-    from gpushare.cli import warn_config_size  # the CLI imports this module lazily; no cycle at import
-
     result = render_stack(
         Path(args.dir), args.stack, Path(args.out), chart_sources=ChartSources.from_arguments(args)
     )

@@ -26,7 +26,7 @@ from gpushare import catalog, device_plugin, kube_names, plugin_pod
 from gpushare.catalog import GpuModel
 from gpushare.resource_types import CONFIG_MAP, DAEMON_SET, DAEMON_SET_PATCH, HELM_RELEASE, NODE_POOL
 from gpushare.stack_config import OPERATOR_CHART_PLUGIN_VERSIONS, TKE_PLUGIN_IMAGE, Pool
-from policies.config_files import (
+from gpushare_policies.config_files import (
     DEFAULT_PLUGIN_VERSION,
     NEWEST_PLUGIN_VERSION,
     RESTRUCTURED_IN,
@@ -36,7 +36,7 @@ from policies.config_files import (
     modelled_plugin_version,
     parse_version,
 )
-from policies.props import (
+from gpushare_policies.props import (
     UNKNOWN,
     Resource,
     boolean,
@@ -46,7 +46,7 @@ from policies.props import (
     string_map,
     text,
 )
-from policies.settings import StackFacts
+from gpushare_policies.settings import StackFacts
 
 # NVIDIA's chart (the name components/device_plugin_release.py installs), by name or tarball URL.
 _DEVICE_PLUGIN_CHART = re.compile(r"(^|/)nvidia-device-plugin(-v?\d[\w.+-]*\.tgz)?$")

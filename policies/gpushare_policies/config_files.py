@@ -23,7 +23,7 @@ from gpushare.device_plugin import DevicePluginConfig, DevicePluginConfigError, 
 from gpushare.errors import GpushareError
 from gpushare.resource_types import CONFIG_MAP, is_chart_rendered
 from gpushare.yaml_bounds import YamlBoundError, YamlTooDeepError, safe_load_bounded
-from policies.props import UNKNOWN, Resource, dig, integer, mapping, string_map, text
+from gpushare_policies.props import UNKNOWN, Resource, dig, integer, mapping, string_map, text
 
 DEFAULT_PLUGIN_VERSION: Final = "0.14.5"
 NEWEST_PLUGIN_VERSION: Final = device_plugin.PLUGIN_VERSIONS[-1]

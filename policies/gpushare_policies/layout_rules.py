@@ -22,11 +22,16 @@ from gpushare import catalog, kube_names, mig_parted
 from gpushare.errors import GpushareError
 from gpushare.layout_options import advise, better_layout, layout_option
 from gpushare.stack_config import Mig, Pool
-from policies.config_files import YAML_FAILURES
-from policies.props import dig, string_map
-from policies.reporting import report_once
-from policies.settings import TUNING_CONFIG_SCHEMA, StackFacts, configured_ceiling
-from policies.stack_view import StackView, view_of
+from gpushare_policies.config_files import YAML_FAILURES
+from gpushare_policies.props import dig, string_map
+from gpushare_policies.reporting import report_once
+from gpushare_policies.settings import (
+    TUNING_CONFIG_SCHEMA,
+    StackFacts,
+    configured_ceiling,
+    refusing_unknown_properties,
+)
+from gpushare_policies.stack_view import StackView, view_of
 
 
 def _ceiling(policy_config: Mapping[str, Any], stack: StackFacts) -> float:
@@ -119,7 +124,7 @@ MIG_LAYOUT_UNDERUSED: Final = StackValidationPolicy(
     name="mig-layout-underused",
     description="A time-sliced MIG layout yields fewer slots for its measurement than another layout with "
     "at least as many instances (python -m gpushare advise names it).",
-    validate=_check_layout_underused,
+    validate=refusing_unknown_properties(TUNING_CONFIG_SCHEMA, _check_layout_underused),
     enforcement_level=EnforcementLevel.ADVISORY,
     config_schema=TUNING_CONFIG_SCHEMA,
 )

@@ -10,10 +10,11 @@ from typing import Final
 
 from pulumi_policy import Policy
 
-from policies.credential_rules import CREDENTIAL_POLICIES, NO_PLAINTEXT_CLOUD_SECRETS
-from policies.layout_rules import LAYOUT_POLICIES, MIG_LAYOUT_UNDERUSED
-from policies.operator_rules import MIG_CONFIG_EXISTS, OPERATOR_DRIVER_CONSISTENT, OPERATOR_POLICIES
-from policies.placement_rules import (
+from gpushare_policies.coverage_rules import COVERAGE_POLICIES, JUDGED_WITHOUT_STACK_CONFIG
+from gpushare_policies.credential_rules import CREDENTIAL_POLICIES, NO_PLAINTEXT_CLOUD_SECRETS
+from gpushare_policies.layout_rules import LAYOUT_POLICIES, MIG_LAYOUT_UNDERUSED
+from gpushare_policies.operator_rules import MIG_CONFIG_EXISTS, OPERATOR_DRIVER_CONSISTENT, OPERATOR_POLICIES
+from gpushare_policies.placement_rules import (
     GPU_POOL_LABELS,
     HELM_PLUGIN_SCHEDULABLE,
     MIG_DRIVER_SUPPORTED,
@@ -21,7 +22,7 @@ from policies.placement_rules import (
     ONE_DEVICE_PLUGIN_PER_NODE,
     PLACEMENT_POLICIES,
 )
-from policies.plugin_rules import (
+from gpushare_policies.plugin_rules import (
     CLI_FLAG_OVERRIDES_CONFIG,
     CONFIG_FILE_NOT_DIRECTORY,
     CONFIG_KEY_EXISTS,
@@ -31,7 +32,7 @@ from policies.plugin_rules import (
     PLUGIN_POLICIES,
     PLUGIN_RESTARTS_ON_CONFIG_CHANGE,
 )
-from policies.tuning_rules import (
+from gpushare_policies.tuning_rules import (
     FAIL_REQUESTS_GREATER_THAN_ONE,
     MIG_TIME_SLICING_NEEDS_MIXED,
     TIME_SLICING_MEASUREMENT_FRESH,
@@ -48,6 +49,7 @@ POLICIES: Final[tuple[Policy, ...]] = (
     *CREDENTIAL_POLICIES,
     *OPERATOR_POLICIES,
     *LAYOUT_POLICIES,
+    *COVERAGE_POLICIES,
 )
 POLICIES_BY_NAME: Final = {policy.name: policy for policy in POLICIES}
 
@@ -60,6 +62,7 @@ __all__ = [
     "GPU_POOL_LABELS",
     "HELM_CHART_PINNED",
     "HELM_PLUGIN_SCHEDULABLE",
+    "JUDGED_WITHOUT_STACK_CONFIG",
     "MIG_CONFIG_EXISTS",
     "MIG_DRIVER_SUPPORTED",
     "MIG_LAYOUT_UNDERUSED",

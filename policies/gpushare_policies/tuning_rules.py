@@ -35,17 +35,18 @@ from gpushare.errors import GpushareError
 from gpushare.plan import FALLBACK_KEY, GPU_RESOURCE
 from gpushare.stack_config import PROJECT, Mig
 from gpushare.tuning import MIN_SHARED_REPLICAS, max_replicas
-from policies.config_files import ConfigSource, PluginConfigView, SharedEntry, read_plugin_config
-from policies.props import integer, items, resource_of, text
-from policies.settings import (
+from gpushare_policies.config_files import ConfigSource, PluginConfigView, SharedEntry, read_plugin_config
+from gpushare_policies.props import integer, items, resource_of, text
+from gpushare_policies.settings import (
     MEASUREMENT_AGE_CONFIG_SCHEMA,
     TUNING_CONFIG_SCHEMA,
     StackFacts,
     configured_ceiling,
     configured_max_age_days,
     current_stack,
+    refusing_unknown_properties,
 )
-from policies.workloads import resource_config_source
+from gpushare_policies.workloads import resource_config_source
 
 MIG_RESOURCE_PREFIX: Final = "nvidia.com/mig-"
 
@@ -166,6 +167,10 @@ def tuned_maximum(
         max_replicas(memory_mib, basis.measured_mib, ceiling),
         f"floor({ceiling:g} x {memory_mib} MiB {what} / {basis.measured_mib} MiB measured, {basis.origin})",
     )
+
+
+def _holds_plugin_configs(args: ResourceValidationArgs) -> bool:
+    return resource_config_source(resource_of(args)) is not None
 
 
 def _shared_entries(args: ResourceValidationArgs) -> Iterator[tuple[ConfigSource, str, PluginConfigView]]:
@@ -321,13 +326,18 @@ TIME_SLICING_REPLICAS_TUNED: Final = ResourceValidationPolicy(
     name="time-slicing-replicas-tuned",
     description="Every time-slicing entry rests on a measurement and stays within "
     "floor(ceiling x memory / measured), memory from the catalog.",
-    validate=_check_tuned,
+    validate=refusing_unknown_properties(TUNING_CONFIG_SCHEMA, _check_tuned, _holds_plugin_configs),
     config_schema=TUNING_CONFIG_SCHEMA,
+    remediation_steps="Measure the largest process's GPU memory (nvidia-smi --query-compute-apps=pid,used_memory "
+    "--format=csv), put it on the pool (sharing.measuredMiB, measuredAt) and let gpushare derive the "
+    "replicas (gpushare tune --gpu <model> --measured-mib <MiB> prints them); in a program gpushare did "
+    "not write, set replicas to at most that value and record the basis in a gpushare.io/tuning-<key> "
+    "annotation.",
 )
 TIME_SLICING_REPLICAS_UNDERUSED: Final = ResourceValidationPolicy(
     name="time-slicing-replicas-underused",
     description="Time-slicing replicas below the tuned value leave GPU slots unused.",
-    validate=_check_underused,
+    validate=refusing_unknown_properties(TUNING_CONFIG_SCHEMA, _check_underused, _holds_plugin_configs),
     enforcement_level=EnforcementLevel.ADVISORY,
     config_schema=TUNING_CONFIG_SCHEMA,
 )
@@ -335,22 +345,30 @@ TIME_SLICING_REPLICAS_MINIMUM: Final = ResourceValidationPolicy(
     name="time-slicing-replicas-minimum",
     description="Time-slicing replicas must be at least 2 (the device plugin refuses fewer).",
     validate=_check_minimum,
+    remediation_steps="Set replicas to 2 or more, or drop the time-slicing entry so the GPU is not shared (the device "
+    "plugin refuses 0 and 1).",
 )
 FAIL_REQUESTS_GREATER_THAN_ONE: Final = ResourceValidationPolicy(
     name="fail-requests-greater-than-one",
     description="Shared GPUs set failRequestsGreaterThanOne: true.",
     validate=_check_fail_requests,
+    remediation_steps="Set sharing.timeSlicing.failRequestsGreaterThanOne: true in the device-plugin config, "
+    "so a pod asking for more than one shared GPU is refused instead of getting two slices of one GPU",
 )
 MIG_TIME_SLICING_NEEDS_MIXED: Final = ResourceValidationPolicy(
     name="mig-time-slicing-needs-mixed",
     description="Time-slicing nvidia.com/mig-* resources needs migStrategy mixed.",
     validate=_check_mig_needs_mixed,
+    remediation_steps="Set migStrategy: mixed in the device-plugin config (flags.migStrategy), or time-slice "
+    "nvidia.com/gpu instead of nvidia.com/mig-* resources.",
 )
 TIME_SLICING_MEASUREMENT_FRESH: Final = ResourceValidationPolicy(
     name="time-slicing-measurement-fresh",
     description="The measurement a time-slicing entry rests on is recent (measuredAt within "
     "maxMeasurementAgeDays).",
-    validate=_check_measurement_age,
+    validate=refusing_unknown_properties(
+        MEASUREMENT_AGE_CONFIG_SCHEMA, _check_measurement_age, _holds_plugin_configs
+    ),
     enforcement_level=EnforcementLevel.ADVISORY,
     config_schema=MEASUREMENT_AGE_CONFIG_SCHEMA,
 )

@@ -25,11 +25,11 @@ from gpushare import kube_names, mig_parted
 from gpushare.errors import GpushareError
 from gpushare.mig_parted import MigPartedConfig
 from gpushare.stack_config import MIG_CONFIG_ALL_DISABLED
-from policies.config_files import ConfigSource
-from policies.props import UNKNOWN, boolean, dig, mapping, string_map, text
-from policies.reporting import report_once
-from policies.stack_view import StackView, view_of
-from policies.workloads import HelmPlugin, NodePoolView
+from gpushare_policies.config_files import ConfigSource
+from gpushare_policies.props import UNKNOWN, boolean, dig, mapping, string_map, text
+from gpushare_policies.reporting import report_once
+from gpushare_policies.stack_view import StackView, view_of
+from gpushare_policies.workloads import HelmPlugin, NodePoolView
 
 GENERATED_CONFIG_PREFIX: Final = "all-"
 
@@ -197,12 +197,16 @@ MIG_CONFIG_EXISTS: Final = StackValidationPolicy(
     description="Every nvidia.com/mig.config label value on a pool names a config in the mig-parted file the "
     "MIG manager reads, and that layout fits the pool's GPU.",
     validate=_check_mig_config_exists,
+    remediation_steps="Add the named config to the mig-parted file the MIG manager reads, or change the pool's "
+    "nvidia.com/mig.config label to a config that exists and fits the pool's GPU.",
 )
 OPERATOR_DRIVER_CONSISTENT: Final = StackValidationPolicy(
     name="operator-driver-consistent",
     description="The GPU Operator does not install a driver (driver.enabled) on pools where TKE's node set-up "
     "already installs one.",
     validate=_check_driver_consistent,
+    remediation_steps="Set driver.enabled: false in the GPU Operator values for pools whose TKE node set-up installs the "
+    "driver, or stop TKE installing it.",
 )
 
 OPERATOR_POLICIES: Final = (MIG_CONFIG_EXISTS, OPERATOR_DRIVER_CONSISTENT)

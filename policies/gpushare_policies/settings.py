@@ -8,8 +8,12 @@ means the same to the pack as to the program; reading it from the environment al
 testable without a Pulumi runtime.
 
 Which config keys are secrets does not reach a pack (the SDK drops `ConfigureStack.config_secret_keys`),
-so `secret_keys` comes from `PULUMI_CONFIG_SECRET_KEYS` when a driver sets it, else from the `secure:`
-entries of `Pulumi.<stack>.yaml` next to this pack, else it is unknown.
+so `secret_keys` comes from `PULUMI_CONFIG_SECRET_KEYS` when a driver sets it, else it is unknown. The
+pack reads nothing but what the analyzer gives it (resources, this environment, the policy config): it is
+published alone, and judges stacks whose files it never sees.
+
+A stack with no `gpushare:` config at all (another team's program) is judged by what its resources carry:
+`StackFacts.config` is None and `problem` says why, for the messages of what cannot be judged.
 """
 
 from __future__ import annotations
@@ -17,13 +21,11 @@ from __future__ import annotations
 import functools
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Final
 
-import yaml
-from pulumi_policy import PolicyConfigSchema
+from pulumi_policy import PolicyConfigSchema, ReportViolation
 
 from gpushare.errors import GpushareError
 from gpushare.stack_config import (
@@ -37,10 +39,9 @@ from gpushare.stack_config import (
 )
 from gpushare.tuning import DEFAULT_CEILING
 
-REPO_ROOT: Final = Path(__file__).resolve().parent.parent
-
 CEILING_PROPERTY: Final = "utilizationCeiling"
 MAX_AGE_PROPERTY: Final = "maxMeasurementAgeDays"
+NO_GPUSHARE_CONFIG: Final = f"the stack has no {PROJECT}: config (a program gpushare did not write)"
 DEFAULT_MAX_AGE_DAYS: Final[int] = Sharing.model_fields["max_measurement_age_days"].default
 
 # Policy config defaults match the stack's defaults; the CLI fills them in, direct calls get them here.
@@ -65,6 +66,33 @@ MEASUREMENT_AGE_CONFIG_SCHEMA: Final = PolicyConfigSchema(
         }
     }
 )
+
+
+def refusing_unknown_properties(
+    schema: PolicyConfigSchema,
+    validate: Callable[[Any, ReportViolation], None],
+    applies: Callable[[Any], bool] = lambda args: True,
+) -> Callable[[Any, ReportViolation], None]:
+    """`validate`, first reporting policy-config properties `schema` does not declare.
+
+    The CLI checks `--policy-pack-config` against each policy's schema, but builds that schema from the
+    declared properties and `required` only (pkg/resource/analyzer/config.go `convertSchema`: no
+    `additionalProperties`), so a wrong type is refused before any analysis and a misspelt key is not: it
+    would silently leave the default in force. The policy reports it instead, naming the key, on each
+    resource it `applies` to (a resource policy is called for every resource of the stack).
+    """
+    declared = sorted(schema.properties or {})
+
+    def checked(args: Any, report_violation: ReportViolation) -> None:
+        for key in sorted(set(args.get_config()) - set(declared)) if applies(args) else ():
+            report_violation(
+                f"policy config: unknown property {key!r}; this policy takes {', '.join(declared)} "
+                "(a misspelt key would leave the default in force). Fix the --policy-pack-config file.",
+                None,
+            )
+        validate(args, report_violation)
+
+    return checked
 
 
 def configured_ceiling(policy_config: Mapping[str, Any]) -> float:
@@ -111,7 +139,7 @@ def current_stack() -> StackFacts:
 
 @functools.lru_cache(maxsize=8)
 def _load(stack: str, config_json: str, secret_keys_json: str | None) -> StackFacts:
-    secret_keys = _secret_keys(stack, secret_keys_json)
+    secret_keys = _secret_keys(secret_keys_json)
     try:
         raw = json.loads(config_json) if config_json else {}
     except ValueError as err:
@@ -121,6 +149,8 @@ def _load(stack: str, config_json: str, secret_keys_json: str | None) -> StackFa
     values = {str(key): _decode(str(key), value) for key, value in raw.items()}
     if not values:
         return StackFacts(stack, values, None, "PULUMI_CONFIG is empty", secret_keys)
+    if not any(key.startswith(f"{PROJECT}:") for key in values):
+        return StackFacts(stack, values, None, NO_GPUSHARE_CONFIG, secret_keys)
     try:
         # Secrecy is the credentials policy's business: here every secret key counts as secret so
         # that a plain one does not hide the measurements.
@@ -142,7 +172,7 @@ def _decode(key: str, value: object) -> Any:
     return value
 
 
-def _secret_keys(stack: str, secret_keys_json: str | None) -> frozenset[str] | None:
+def _secret_keys(secret_keys_json: str | None) -> frozenset[str] | None:
     if secret_keys_json:
         try:
             listed = json.loads(secret_keys_json)
@@ -150,18 +180,4 @@ def _secret_keys(stack: str, secret_keys_json: str | None) -> frozenset[str] | N
             listed = None
         if isinstance(listed, list):
             return frozenset(str(key) for key in listed)
-    stack_file = REPO_ROOT / stack_file_name(stack)
-    if not stack or not stack_file.is_file():
-        return None
-    try:
-        document = yaml.safe_load(stack_file.read_text())
-    except (OSError, yaml.YAMLError, ValueError):
-        return None
-    config = document.get("config") if isinstance(document, dict) else None
-    if not isinstance(config, dict):
-        return frozenset()
-    return frozenset(
-        key if ":" in key else f"{PROJECT}:{key}"
-        for key, value in ((str(k), v) for k, v in config.items())
-        if isinstance(value, dict) and set(value) == {"secure"}
-    )
+    return None

@@ -27,11 +27,11 @@ from gpushare.device_plugin import DevicePluginConfigError, FlagOverride
 from gpushare.errors import GpushareError
 from gpushare.plan import FALLBACK_KEY
 from gpushare.plugin_configs import config_checksum
-from policies.config_files import ConfigSource, read_plugin_config
-from policies.props import UNKNOWN, items, resource_of, text
-from policies.reporting import report_once
-from policies.stack_view import StackView, view_of
-from policies.workloads import DaemonSetPlugin, HelmPlugin, Workload, daemon_set_plugin, helm_plugin
+from gpushare_policies.config_files import ConfigSource, read_plugin_config
+from gpushare_policies.props import UNKNOWN, items, resource_of, text
+from gpushare_policies.reporting import report_once
+from gpushare_policies.stack_view import StackView, view_of
+from gpushare_policies.workloads import DaemonSetPlugin, HelmPlugin, Workload, daemon_set_plugin, helm_plugin
 
 _EXACT_VERSION: Final = re.compile(r"v?\d+\.\d+\.\d+([-+][0-9A-Za-z.+-]+)?")
 
@@ -366,29 +366,39 @@ DEVICE_PLUGIN_CONFIG_VALID: Final = StackValidationPolicy(
     description="Every device-plugin config passes the plugin's own validation for the version deployed "
     "(DaemonSet image tag, Helm chart version; 0.14.5 when unknown), with its command-line overrides.",
     validate=_check_configs_valid,
+    remediation_steps="Fix the config the message names until `gpushare validate device-plugin-config FILE "
+    "--plugin-version <version>` accepts it, for the plugin version the DaemonSet image or chart "
+    "deploys.",
 )
 CONFIG_FILE_NOT_DIRECTORY: Final = ResourceValidationPolicy(
     name="config-file-not-directory",
     description="A device plugin's --config-file / CONFIG_FILE names a file, not its ConfigMap mount "
     "directory.",
     validate=_check_config_file,
+    remediation_steps="Point --config-file / CONFIG_FILE at the key's file inside the mount (e.g. /config/<key>), not at "
+    "the mount directory.",
 )
 CONFIG_KEY_EXISTS: Final = StackValidationPolicy(
     name="config-key-exists",
     description="The config key a plugin's --config-file, a node pool's nvidia.com/device-plugin.config "
     "label or the chart's config.default selects exists in the config.",
     validate=_check_config_keys,
+    remediation_steps="Add the missing key to the device-plugin ConfigMap, or change the --config-file path, the "
+    "nvidia.com/device-plugin.config node label or the chart's config.default to a key the config has.",
 )
 PLUGIN_RESTARTS_ON_CONFIG_CHANGE: Final = StackValidationPolicy(
     name="plugin-restarts-on-config-change",
     description="A plugin DaemonSet that reads a ConfigMap key carries gpushare.io/config-sha256 = sha256 of "
     "that key on its pod template, so a config change rolls its pods.",
     validate=_check_restarts,
+    remediation_steps="Put the gpushare.io/config-sha256 annotation (sha256 of the ConfigMap key the plugin reads) on the "
+    "DaemonSet's pod template, so a changed config rolls the plugin pods.",
 )
 HELM_CHART_PINNED: Final = ResourceValidationPolicy(
     name="helm-chart-pinned",
     description="The device-plugin (or GPU Operator) Helm release pins an exact chart version.",
     validate=_check_chart_pinned,
+    remediation_steps="Set the Helm release's chart version to an exact version (e.g. 0.17.1), not a range or nothing.",
 )
 PLUGIN_IMAGE_PINNED: Final = ResourceValidationPolicy(
     name="plugin-image-pinned",

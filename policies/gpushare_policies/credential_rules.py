@@ -9,7 +9,7 @@ inputs (tencentcloud_iac_pulumi/provider.py). So the rule asks where a credentia
 - a value equal to the stack config's `tencentcloud:<name>`: fine if that key is a secret (checked below);
 - any other value was typed into the program (or read from some plain file): a violation.
 Stack config: every key gpushare requires to be secret (`gpushare.stack_config.SECRET_KEYS`) must be a
-secret key (see policies/settings.py for where the pack learns which keys are secret; when it cannot
+secret key (see policies/gpushare_policies/settings.py for where the pack learns which keys are secret; when it cannot
 tell, it does not guess).
 """
 
@@ -24,8 +24,8 @@ from pulumi_policy import ReportViolation, StackValidationArgs, StackValidationP
 
 from gpushare.resource_types import TENCENTCLOUD_PROVIDER
 from gpushare.stack_config import SECRET_KEYS, stack_file_name
-from policies.props import Resource, from_engine, is_secret_envelope, raw_item, text
-from policies.settings import current_stack
+from gpushare_policies.props import Resource, from_engine, is_secret_envelope, raw_item, text
+from gpushare_policies.settings import current_stack
 
 _PROVIDER_NAMESPACE: Final = "tencentcloud"
 # Provider input -> the environment variable the provider reads it from (TENCENTCLOUD_SECRET_KEY, ...).
@@ -87,6 +87,8 @@ NO_PLAINTEXT_CLOUD_SECRETS: Final = StackValidationPolicy(
     description="TencentCloud credentials come from the environment or secret stack config, "
     "never from plain text.",
     validate=_check_credentials,
+    remediation_steps="Store the credential as a secret (pulumi config set --secret tencentcloud:<key> ...) or leave it "
+    "to the environment (TENCENTCLOUD_SECRET_ID/KEY); never type it into the program.",
 )
 
 CREDENTIAL_POLICIES: Final = (NO_PLAINTEXT_CLOUD_SECRETS,)

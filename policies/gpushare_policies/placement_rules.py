@@ -21,13 +21,13 @@ from gpushare.mig_geometry import fit_layout
 from gpushare.plan import FALLBACK_KEY
 from gpushare.stack_config import PROJECT
 from gpushare.yaml_bounds import safe_load_bounded
-from policies.config_files import YAML_FAILURES, ConfigSource, read_plugin_config
-from policies.props import dig, mapping, string_map, text
-from policies.reporting import report_once
-from policies.settings import StackFacts
-from policies.stack_view import StackView, view_of
-from policies.tuning_rules import basis_for
-from policies.workloads import DaemonSetPlugin, HelmPlugin, NodePoolView, Placement, Workload
+from gpushare_policies.config_files import YAML_FAILURES, ConfigSource, read_plugin_config
+from gpushare_policies.props import dig, mapping, string_map, text
+from gpushare_policies.reporting import report_once
+from gpushare_policies.settings import StackFacts
+from gpushare_policies.stack_view import StackView, view_of
+from gpushare_policies.tuning_rules import basis_for
+from gpushare_policies.workloads import DaemonSetPlugin, HelmPlugin, NodePoolView, Placement, Workload
 
 NO_MIG_STRATEGY: Final = "none"
 
@@ -343,30 +343,40 @@ ONE_DEVICE_PLUGIN_PER_NODE: Final = StackValidationPolicy(
     description="No two device plugins (our DaemonSets, the Helm chart, the GPU Operator's, TKE's DaemonSet "
     "unless parked or the pool opts out with nvidia-device-enable=disable) can land on the same node pool.",
     validate=_check_one_plugin,
+    remediation_steps="Keep one device plugin per node pool: select disjoint pools with the DaemonSets' node selectors, "
+    "park TKE's own plugin or label the pool nvidia-device-enable=disable.",
 )
 MIG_ONLY_ON_MIG_CAPABLE_GPUS: Final = StackValidationPolicy(
     name="mig-only-on-mig-capable-gpus",
     description="MIG (migEnable, nvidia.com/mig.config, a single/mixed strategy) only on GPUs that support "
     "it, with layouts that fit the GPU's geometry.",
     validate=_check_mig_capable,
+    remediation_steps="Remove the MIG settings (migEnable, nvidia.com/mig.config, the single/mixed strategy) from pools "
+    "whose GPU cannot do MIG, or choose a layout that fits the GPU (gpushare advise lists them).",
 )
 MIG_DRIVER_SUPPORTED: Final = StackValidationPolicy(
     name="mig-driver-supported",
     description="MIG node pools do not ask TKE for a GPU driver known to be too old for MIG on their GPU "
     "(H20: 535.161.07 or newer).",
     validate=_check_mig_driver,
+    remediation_steps="Ask TKE for a GPU driver new enough for MIG on the pool's GPU (the message names the minimum), or "
+    "turn MIG off for the pool.",
 )
 HELM_PLUGIN_SCHEDULABLE: Final = StackValidationPolicy(
     name="helm-plugin-schedulable",
     description="The device-plugin chart >= 0.15 can schedule on the GPU pools it selects (NFD or "
     "nvidia.com/gpu.present=true).",
     validate=_check_helm_schedulable,
+    remediation_steps="Label the GPU pools nvidia.com/gpu.present=true, or enable Node Feature Discovery, so the chart's "
+    "DaemonSet affinity matches them.",
 )
 GPU_POOL_LABELS: Final = StackValidationPolicy(
     name="gpu-pool-labels",
     description="Every GPU node pool carries the labels its device plugin selects on, and under managedPlugin "
     "optOut nvidia-device-enable=disable.",
     validate=_check_pool_labels,
+    remediation_steps="Add the labels the message names to the node pool's labels (the device plugin's node selector), "
+    "and nvidia-device-enable=disable under managedPlugin optOut.",
 )
 
 PLACEMENT_POLICIES: Final = (

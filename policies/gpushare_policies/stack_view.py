@@ -9,10 +9,10 @@ from functools import cached_property
 from typing import Any
 
 from gpushare.resource_types import is_chart_rendered
-from policies.config_files import ConfigSource, config_map_source
-from policies.props import Resource, resources_of
-from policies.settings import StackFacts, current_stack
-from policies.workloads import (
+from gpushare_policies.config_files import ConfigSource, config_map_source
+from gpushare_policies.props import Resource, resources_of
+from gpushare_policies.settings import StackFacts, current_stack
+from gpushare_policies.workloads import (
     TKE_DAEMON_SET,
     ConfigReference,
     DaemonSetPlugin,
