@@ -117,9 +117,9 @@ def foreign_resources() -> tuple[dict[str, Any], list[AnalyzedResource]]:
     ]
 
 
-@pytest.fixture(scope="module")
-def foreign_report(copied_pack: Path) -> PackReport:
-    document, resources = foreign_resources()
+def run_foreign(copied_pack: Path, resources: list[AnalyzedResource]) -> PackReport:
+    """The copied pack over `resources` as the foreign program's stack (its own project and config)."""
+    document = yaml.safe_load(FOREIGN.read_text())
     return run_pack(
         copied_pack,
         resources,
@@ -128,6 +128,11 @@ def foreign_report(copied_pack: Path) -> PackReport:
         project=document["project"],
         config=document["config"],
     )
+
+
+@pytest.fixture(scope="module")
+def foreign_report(copied_pack: Path) -> PackReport:
+    return run_foreign(copied_pack, foreign_resources()[1])
 
 
 def by_policy(diagnostics: list[Diagnostic]) -> dict[str, str]:
@@ -194,7 +199,7 @@ def test_the_pack_reaches_nothing_outside_its_directory(path: Path) -> None:
 
 
 def test_a_foreign_config_annotated_with_its_measurement_is_judged_against_it(copied_pack: Path) -> None:
-    document, resources = foreign_resources()
+    _, resources = foreign_resources()
     config_map = resources[0]
     properties = {
         **config_map.properties,
@@ -209,14 +214,7 @@ def test_a_foreign_config_annotated_with_its_measurement_is_judged_against_it(co
         AnalyzedResource(config_map.type, config_map.name, config_map.urn, properties, outputs=properties),
         *resources[1:],
     ]
-    report = run_pack(
-        copied_pack,
-        annotated,
-        copy_python(),
-        stack=document["stack"],
-        project=document["project"],
-        config=document["config"],
-    )
+    report = run_foreign(copied_pack, annotated)
     tuned = by_policy(report.mandatory)["time-slicing-replicas-tuned"]
     # floor(0.9 x 15360 MiB / 4401 MiB) = floor(3.14) = 3 (T4's memory from the catalog).
     assert tuned.startswith(
