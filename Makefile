@@ -10,10 +10,11 @@ STACKS := $(patsubst Pulumi.%.yaml,%,$(wildcard Pulumi.*.yaml))
 CHART_DIRS ?= $(wildcard ../shared/charts)
 CHART_ARGS := $(addprefix --chart-dir ,$(CHART_DIRS))
 
-.PHONY: test lint typecheck unit plan render check verify scan ci-stacks bench bench-cpu bench-update clean
+.PHONY: test lint typecheck unit plan render check verify scan ci-stacks bench bench-cpu bench-update dist dist-check clean
 
-# Requirements are (re)installed into the venv whenever a requirements file changes.
-$(VENV)/.installed: requirements.txt requirements-dev.txt policies/requirements.txt
+# Requirements are (re)installed into the venv whenever a requirements file changes; requirements.txt
+# installs this repository's gpushare distribution in editable mode, so venv/bin/gpushare runs this tree.
+$(VENV)/.installed: requirements.txt requirements-dev.txt policies/requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	touch $@
@@ -23,7 +24,7 @@ test: $(VENV)/.installed lint typecheck unit
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/shellcheck gpushare/node_files/*.sh tests/fixtures/fake_node/*
+	$(VENV)/bin/shellcheck gpushare/node_files/*.sh tests/fixtures/fake_node/* .ci/run .ci/dist-check
 	$(VENV)/bin/actionlint .github/workflows/*.yml
 
 typecheck: $(VENV)/.installed
@@ -58,14 +59,14 @@ $(SCAN_VENV)/.installed: requirements-scan.txt $(VENV)/.installed
 
 # checkov over the objects gpushare writes for one rendered stack (patches and Helm releases aside).
 scan: $(SCAN_VENV)/.installed
-	$(PY) -m offline.scan out/$(STACK)/manifests --checkov $(SCAN_VENV)/bin/checkov
+	$(PY) -m gpushare.offline.scan out/$(STACK)/manifests --checkov $(SCAN_VENV)/bin/checkov
 
 # Render, policy-check and scan every stack in the repo (CI does this after the tests).
 ci-stacks: $(VENV)/.installed $(SCAN_VENV)/.installed
 	set -e; for stack in $(STACKS); do \
 	  $(PY) -m gpushare render --stack $$stack --out out/$$stack $(CHART_ARGS); \
 	  $(PY) -m gpushare check --stack $$stack $(CHART_ARGS); \
-	  $(PY) -m offline.scan out/$$stack/manifests --checkov $(SCAN_VENV)/bin/checkov; \
+	  $(PY) -m gpushare.offline.scan out/$$stack/manifests --checkov $(SCAN_VENV)/bin/checkov; \
 	done
 
 # Speed and memory against Pulumi's own floor, and scaling to 500 pools (~9 min; BENCH_ARGS=--quick for a smoke run).
@@ -89,5 +90,20 @@ bench-update:
 	$(MAKE) bench
 	cp $(addprefix out/bench/,$(BENCH_FIGURES)) bench/
 
+# The wheel (dist/gpushare-<version>-py3-none-any.whl) and the policy pack as `pulumi policy publish`
+# uploads it (dist/gpushare-policy-pack-<version>.tar.gz: the pack directory alone, no venv or caches).
+PACK_VERSION = $(shell sed -n 's/^version: *//p' policies/PulumiPolicy.yaml)
+dist: $(VENV)/.installed
+	rm -rf dist && mkdir dist
+	$(PY) -m pip wheel --quiet --disable-pip-version-check --no-deps --wheel-dir dist .
+	rm -rf build  # setuptools' staging copy of the package, not a second source tree
+	tar -czf dist/gpushare-policy-pack-$(PACK_VERSION).tar.gz --exclude=venv --exclude=__pycache__ policies
+
+# What CI adds after the tests: the wheel in a fresh venv outside the repo (catalog, tune, advise, validate,
+# plan/render/check --dir from another directory), and the pack copied alone into an empty directory with
+# a venv from only its requirements.txt and the wheel, over every stack and a foreign program.
+dist-check: dist
+	.ci/dist-check dist $(CHART_DIRS)
+
 clean:
-	rm -rf $(VENV) out .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) out dist build gpushare.egg-info .mypy_cache .ruff_cache .pytest_cache

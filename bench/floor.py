@@ -4,8 +4,8 @@ It reads a render's `resources.json` (and `outputs.json` for the stack exports) 
 order, constructs each resource with the core SDK's generic classes (`pulumi.ProviderResource`,
 `pulumi.CustomResource`, `pulumi.ComponentResource`) with the recorded type, name, inputs, parent,
 provider, protect and dependencies; inputs at the recorded secret paths are wrapped as secrets again.
-It runs under the same recording monitor and mocks as `render` (`offline.mock_run.run_function` with
-`offline.program_mocks.program_mocks()`), so what is left is what the Pulumi SDK itself spends per
+It runs under the same recording monitor and mocks as `render` (`gpushare.offline.mock_run.run_function` with
+`gpushare.offline.program_mocks.program_mocks()`), so what is left is what the Pulumi SDK itself spends per
 resource: input serialization, the RegisterResource round trip, output resolution.
 
 Not in the floor, and so counted against gpushare: validating the stack file, the sharing plan, the
@@ -25,10 +25,10 @@ from typing import Any, Final
 
 import pulumi
 
-from offline.mock_run import run_function
-from offline.program_mocks import program_mocks
-from offline.recorded import STACK_TYPE, ProgramRun
-from offline.render import OUTPUTS_FILE, RESOURCES_FILE, at_secret_paths
+from gpushare.offline.mock_run import run_function
+from gpushare.offline.program_mocks import program_mocks
+from gpushare.offline.recorded import STACK_TYPE, ProgramRun
+from gpushare.offline.render import OUTPUTS_FILE, RESOURCES_FILE, at_secret_paths
 
 PROVIDER_TYPE_PREFIX: Final = "pulumi:providers:"
 

@@ -86,9 +86,9 @@ def _profile(
 def _profile_pack(project: Path, stack: str, scratch: Path) -> tuple[pstats.Stats, float, float]:
     """(stats, seconds, 0) of the real pack's process analysing the stack's resources."""
     from bench import pack_profiler
-    from offline import policy_driver
-    from offline.check import POLICY_PACK_DIR, analyzed_resources
-    from offline.render import run_stack
+    from gpushare.offline import policy_driver
+    from gpushare.offline.check import POLICY_PACK_DIR, analyzed_resources
+    from gpushare.offline.render import run_stack
 
     wrapper = scratch / "pack-python"
     if not wrapper.exists():
@@ -201,7 +201,7 @@ def _line(row: Row, scale: float) -> str:
 
 
 def _is_repo_code(label: str) -> bool:
-    return label.split("/", 1)[0] in ("gpushare", "components", "offline", "policies") or "/project/" in label
+    return label.split("/", 1)[0] in ("gpushare", "components", "policies") or "/project/" in label
 
 
 def compare_cumulative(small: pstats.Stats, large: pstats.Stats) -> list[Row]:

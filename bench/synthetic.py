@@ -30,7 +30,7 @@ from typing import Any, Final, Literal
 
 import yaml
 
-from offline.stack_files import load_stack_config
+from gpushare.offline.stack_files import load_stack_config
 
 REPO_ROOT: Final = Path(__file__).resolve().parent.parent
 BENCH_DIR: Final = Path(__file__).resolve().parent
@@ -238,7 +238,7 @@ ENV_STRING_LIMIT: Final = 32 * 4096
 
 
 def config_env_bytes(project_dir: Path, stack: str) -> int:
-    """Bytes of `PULUMI_CONFIG=<json>` as `offline.policy_driver` (like the CLI) puts it in the pack's
+    """Bytes of `PULUMI_CONFIG=<json>` as `gpushare.offline.policy_driver` (like the CLI) puts it in the pack's
     environment for this stack file, terminating NUL included."""
     config, _ = load_stack_config(project_dir, stack)
     return len(f"PULUMI_CONFIG={json.dumps(dict(config))}".encode()) + 1

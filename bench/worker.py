@@ -8,9 +8,9 @@ operation itself loads (the program's own modules, which `run_program` imports a
 directory, the Kubernetes schemas, the policy pack in its subprocess) is in it.
 
 Kinds:
-* `render`: `offline.render.render_stack` into `--out` (what `make render` does after start-up).
+* `render`: `gpushare.offline.render.render_stack` into `--out` (what `make render` does after start-up).
 * `floor`: `bench.floor.run_floor` over `--render-dir` (a render of the same stack; read before the clock).
-* `check`: `offline.check.check_stack` with the real pack (`<project>/policies`).
+* `check`: `gpushare.offline.check.check_stack` with the real pack (`<project>/policies`).
 * `check-floor`: the same `check_stack` with the do-nothing pack (`<project>/empty_pack`).
 
 Memory is RSS from /proc: `VmHWM` (the high-water mark of this process's resident memory) and `VmRSS` just
@@ -66,8 +66,8 @@ def prelude() -> None:
     for module_name in SDK_MODULES:
         importlib.import_module(module_name)
     import bench.floor  # noqa: F401  (loaded, not used here)
-    import offline.check
-    import offline.render  # noqa: F401
+    import gpushare.offline.check
+    import gpushare.offline.render  # noqa: F401
 
 
 @dataclass
@@ -127,10 +127,10 @@ def current_rss_kib() -> int:
 def _pack_peak_recorder(peaks: list[int]) -> Iterator[None]:
     """Record the pack process's VmHWM as the driver stops it (its work is done by then).
 
-    Hooks `offline.pack_process.PackProcess.stop`: if it is ever renamed the hook is
+    Hooks `gpushare.offline.pack_process.PackProcess.stop`: if it is ever renamed the hook is
     skipped and the pack's memory reads 0 ("not measured"), the timings are unaffected.
     """
-    import offline.pack_process as pack_processes
+    import gpushare.offline.pack_process as pack_processes
 
     pack_process = getattr(pack_processes, "PackProcess", None)
     original = getattr(pack_process, "stop", None)
@@ -180,7 +180,7 @@ def _timed_attributes(
     """Wrap `module.attribute` so the seconds spent in it add up in `phases[label]`; undone on exit.
 
     Only for attributes the code under test looks up through its module at call time (module globals
-    and `module.function` calls), which is how `offline.render` and `offline.check` call these steps.
+    and `module.function` calls), which is how `gpushare.offline.render` and `gpushare.offline.check` call these steps.
     """
     saved: list[tuple[ModuleType, str, Any]] = []
 
@@ -207,7 +207,7 @@ def _timed_attributes(
 
 
 def _render_phases() -> list[tuple[ModuleType, str, str]]:
-    import offline.render as render
+    import gpushare.offline.render as render
 
     return [
         (render, "validated_stack", "validate stack file"),
@@ -220,8 +220,8 @@ def _render_phases() -> list[tuple[ModuleType, str, str]]:
 
 
 def _check_phases() -> list[tuple[ModuleType, str, str]]:
-    import offline.check as check
-    import offline.policy_driver as policy_driver
+    import gpushare.offline.check as check
+    import gpushare.offline.policy_driver as policy_driver
 
     return [
         (check, "run_stack", PHASE_STACK_RUN),
@@ -233,7 +233,7 @@ def _check_phases() -> list[tuple[ModuleType, str, str]]:
 @contextlib.contextmanager
 def _profiled(path: Path | None) -> Iterator[None]:
     """cProfile the operation into `path` (pstats format): this thread and every thread it starts,
-    such as the one `offline.mock_run` runs the Pulumi program on. The pack's own process is not in it."""
+    such as the one `gpushare.offline.mock_run` runs the Pulumi program on. The pack's own process is not in it."""
     if path is None:
         yield
         return
@@ -299,9 +299,9 @@ def run_kind(
 ) -> Sample:
     """Measure one operation (see the module docstring); `profile` also cProfiles it into that file."""
     from bench import floor, synthetic
-    from offline.check import CheckResult, check_stack
-    from offline.render import RenderResult, render_stack
-    from offline.stack_files import load_stack_config, read_project_name
+    from gpushare.offline.check import CheckResult, check_stack
+    from gpushare.offline.render import RenderResult, render_stack
+    from gpushare.offline.stack_files import load_stack_config, read_project_name
 
     sample = Sample(kind=kind, stack=stack)
     if kind == "render":
@@ -330,7 +330,7 @@ def run_kind(
         _measure(sample, run, [], profile)
         sample.resources = runs[0]
     elif kind in ("check", "check-floor"):
-        import offline.check as check_module
+        import gpushare.offline.check as check_module
 
         pack = project / (synthetic.POLICY_DIR if kind == "check" else synthetic.EMPTY_PACK_DIR)
         checked: list[CheckResult] = []

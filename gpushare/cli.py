@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import importlib
 import json
 import signal
 import sys
@@ -18,11 +17,13 @@ from pathlib import Path
 from typing import TextIO
 
 from gpushare import advise_cli, catalog, device_plugin, input_files, measure_cli, mig_parted, validate_cli
-from gpushare.cli_arguments import add_command, gpu_model, positive_mib, utilization_ceiling
+from gpushare.cli_arguments import PROJECT_DIR_HELP, add_command, gpu_model, positive_mib, utilization_ceiling
+from gpushare.config_size import warn_config_size
 from gpushare.errors import EXIT_CODES_HELP, GpushareError, UsageError
 from gpushare.gpu_memory.options import add_source_arguments
 from gpushare.plan import build_plan, capacity_json, capacity_table
-from gpushare.stack_config import CONFIG_ENV_LIMIT_BYTES, CONFIG_ENV_WARN_BYTES, StackConfig, load_stack
+from gpushare.project_dir import NoProjectError, project_dir
+from gpushare.stack_config import load_stack
 from gpushare.tuning import (
     DEFAULT_CEILING,
     MAX_REPLICAS_PER_GPU,
@@ -30,8 +31,6 @@ from gpushare.tuning import (
     total_memory_mib,
     tune,
 )
-
-PROJECT_DIR = Path(__file__).resolve().parent.parent
 
 
 def _from_file(path: str, read: Callable[[str], int]) -> int:
@@ -122,16 +121,6 @@ def cmd_tune(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def warn_config_size(stack: StackConfig) -> None:
-    """plan and render work at any size; `check` (like `pulumi preview --policy-pack`) stops at the limit."""
-    if stack.config_env_bytes >= CONFIG_ENV_WARN_BYTES:
-        sys.stderr.write(
-            f"warning: {stack.source}: the stack config is {stack.config_env_bytes // 1024} KiB as the policy "
-            f"pack's PULUMI_CONFIG environment variable; Linux caps one at {CONFIG_ENV_LIMIT_BYTES // 1024} KiB, "
-            "beyond which `check` and `pulumi preview --policy-pack` cannot start the pack\n"
-        )
-
-
 def cmd_plan(args: argparse.Namespace, out: TextIO) -> int:
     stack = load_stack(Path(args.dir), args.stack)
     warn_config_size(stack)
@@ -144,33 +133,44 @@ def cmd_plan(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def _offline(module: str, function: str) -> Callable[[argparse.Namespace, TextIO], int]:
-    """render and check run the Pulumi program and the policy pack; they live in `offline/`, which may
-    import Pulumi, so they are loaded only when asked for."""
+def _render(args: argparse.Namespace, out: TextIO) -> int:
+    _refuse_bad_stack_early(args)
+    from gpushare.offline.render import cmd_render  # imports the Pulumi SDKs: only for render
 
-    def run(args: argparse.Namespace, out: TextIO) -> int:
-        # The stack first, through the loader every command shares: a bad one is refused in a blink,
-        # before the SDKs are even imported (the commands load it again; that costs milliseconds).
-        load_stack(Path(args.dir), args.stack)
-        command: Callable[[argparse.Namespace, TextIO], int] = getattr(
-            importlib.import_module(module), function
-        )
-        # A run allocates many short-lived objects over a large, long-lived heap (the SDKs): freezing what
-        # is imported and collecting less often took a 500-pool render from 28 s to 20 s (bench/).
-        gc.freeze()
-        gc.set_threshold(100_000, 50, 100)
-        # SIGTERM (kill, a CI timeout) unwinds like Ctrl-C, so temporary folders are removed on the way out.
-        previous = signal.signal(signal.SIGTERM, _raise_terminated)
-        try:
-            return command(args, out)
-        finally:
-            signal.signal(signal.SIGTERM, previous)
+    return _run_offline(cmd_render, args, out)
 
-    return run
+
+def _check(args: argparse.Namespace, out: TextIO) -> int:
+    _refuse_bad_stack_early(args)
+    from gpushare.offline.check import cmd_check  # imports the Pulumi SDKs: only for check
+
+    return _run_offline(cmd_check, args, out)
+
+
+def _refuse_bad_stack_early(args: argparse.Namespace) -> None:
+    # The stack first, through the loader every command shares: a bad one is refused in a blink, before
+    # the SDKs are even imported (the commands load it again; that costs milliseconds).
+    load_stack(Path(args.dir), args.stack)
+
+
+def _run_offline(
+    command: Callable[[argparse.Namespace, TextIO], int], args: argparse.Namespace, out: TextIO
+) -> int:
+    """render and check (gpushare/offline/) run the Pulumi program and the policy pack."""
+    # A run allocates many short-lived objects over a large, long-lived heap (the SDKs): freezing what
+    # is imported and collecting less often took a 500-pool render from 28 s to 20 s (bench/).
+    gc.freeze()
+    gc.set_threshold(100_000, 50, 100)
+    # SIGTERM (kill, a CI timeout) unwinds like Ctrl-C, so temporary folders are removed on the way out.
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        return command(args, out)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _chart_arguments(parser: argparse.ArgumentParser) -> None:
-    """Where render and check find the Helm charts of the stack's releases (offline/chart_sources.py)."""
+    """Where render and check find the Helm charts of the stack's releases (gpushare/offline/chart_sources.py)."""
     parser.add_argument(
         "--chart-dir",
         action="append",
@@ -193,11 +193,11 @@ def _raise_terminated(signum: int, frame: object) -> None:
     raise Terminated
 
 
-def _stack_arguments(parser: argparse.ArgumentParser, directory_help: str) -> None:
+def _stack_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--stack", required=True, metavar="NAME", help="the stack: Pulumi.NAME.yaml in the project directory"
     )
-    parser.add_argument("--dir", default=str(PROJECT_DIR), metavar="DIR", help=directory_help)
+    parser.add_argument("--dir", metavar="DIR", help=PROJECT_DIR_HELP)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -299,7 +299,7 @@ def build_parser() -> argparse.ArgumentParser:
         "Replicas, slots and memory per pool of a stack, from its measurements and the catalog (no Pulumi, "
         "no cluster): the table `render` prints and writes to capacity.json.",
     )
-    _stack_arguments(p, "where Pulumi.<stack>.yaml lives (default: this project)")
+    _stack_arguments(p)
     p.add_argument("--json", action="store_true", help="the plan as JSON, as capacity.json holds it")
     p.set_defaults(run=cmd_plan)
 
@@ -311,7 +311,7 @@ def build_parser() -> argparse.ArgumentParser:
         "the stack's plan: slots, labels, config digests, crash loops, TKE's plugin, GPU-Pending pods, stuck "
         "rollouts, MIG state.",
     )
-    _stack_arguments(p, "where Pulumi.<stack>.yaml lives (default: this project)")
+    _stack_arguments(p)
     p.add_argument("--kubeconfig", metavar="PATH", help="default: $KUBECONFIG, ~/.kube/config, in-cluster")
     p.add_argument("--context", metavar="NAME", help="a context of the kubeconfig (default: its current one)")
     p.add_argument("--json", action="store_true", help="the report as JSON: ok, findings, pools")
@@ -326,10 +326,10 @@ def build_parser() -> argparse.ArgumentParser:
         "`pulumi up` would create: resources.json, manifests/ (schema-validated; Helm releases rendered "
         "from their pinned charts), tke/ and capacity.json.",
     )
-    _stack_arguments(p, "the Pulumi project directory (default: this project)")
+    _stack_arguments(p)
     p.add_argument("--out", required=True, metavar="DIR", help="where to write (replaced as a whole)")
     _chart_arguments(p)
-    p.set_defaults(run=_offline("offline.render", "cmd_render"))
+    p.set_defaults(run=_render)
 
     p = add_command(
         sub,
@@ -338,10 +338,10 @@ def build_parser() -> argparse.ArgumentParser:
         "Render the stack, start the policy pack as `pulumi preview --policy-pack policies` does and drive "
         "it over its gRPC analyzer protocol; mandatory violations exit 1.",
     )
-    _stack_arguments(p, "the Pulumi project directory (default: this project)")
+    _stack_arguments(p)
     p.add_argument("--policy-config", metavar="FILE", help="a --policy-pack-config JSON file")
     _chart_arguments(p)
-    p.set_defaults(run=_offline("offline.check", "cmd_check"))
+    p.set_defaults(run=_check)
 
     advise_cli.add_parser(sub)
     measure_cli.add_parser(sub)
@@ -351,8 +351,13 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        if "dir" in args:  # the commands that work on a Pulumi project
+            args.dir = str(project_dir(args.dir))
         code: int = args.run(args, out or sys.stdout)
         return code
+    except NoProjectError as err:
+        sys.stderr.write(f"{err}\n")
+        return 2
     except GpushareError as err:
         sys.stderr.write(f"{err}\n")
         return err.exit_code

@@ -43,6 +43,11 @@ def utilization_ceiling(value: str) -> float:
     return number
 
 
+PROJECT_DIR_HELP = (
+    "the Pulumi project directory (default: the nearest one holding a Pulumi.yaml, from here up)"
+)
+
+
 def add_command(sub: Any, name: str, summary: str, description: str) -> argparse.ArgumentParser:
     """A subcommand with its one-line summary (top-level help), description and the exit codes."""
     parser: argparse.ArgumentParser = sub.add_parser(

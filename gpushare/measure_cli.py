@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from gpushare import kube_names
-from gpushare.cli_arguments import add_command
+from gpushare.cli_arguments import PROJECT_DIR_HELP, add_command
 from gpushare.errors import GpushareError
 from gpushare.gpu_memory.options import add_source_arguments, source_from_args
 from gpushare.gpu_memory.peaks import PoolPeak, pool_peaks
@@ -45,7 +45,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--stack", required=True, metavar="NAME", help="the stack: Pulumi.NAME.yaml in the project directory"
     )
-    p.add_argument("--dir", default=str(PROJECT_DIR), metavar="DIR", help="where Pulumi.<stack>.yaml lives")
+    p.add_argument("--dir", metavar="DIR", help=PROJECT_DIR_HELP)
     p.add_argument("--kubeconfig", metavar="PATH", help="default: $KUBECONFIG, ~/.kube/config, in-cluster")
     p.add_argument("--context", metavar="NAME", help="a context of the kubeconfig (default: its current one)")
     add_source_arguments(p, window=True)

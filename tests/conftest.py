@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from gpushare import stack_config
-from offline.chart_sources import ChartSourceError
-from offline.render import RenderResult, render_stack
+from gpushare.offline.chart_sources import ChartSourceError
+from gpushare.offline.render import RenderResult, render_stack
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 FIXTURES = PROJECT_DIR / "tests" / "fixtures"

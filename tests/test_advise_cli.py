@@ -19,11 +19,11 @@ from conftest import PROJECT_DIR
 
 from gpushare.cli import main
 from gpushare.errors import ConfigError
+from gpushare.offline import policy_driver
+from gpushare.offline.check import check_stack
+from gpushare.offline.render import render_stack
 from gpushare.resource_types import NODE_POOL
 from gpushare.stack_config import load_stack_file
-from offline import policy_driver
-from offline.check import check_stack
-from offline.render import render_stack
 
 FLEET = PROJECT_DIR / "examples" / "fleet.yaml"
 

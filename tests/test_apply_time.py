@@ -15,10 +15,10 @@ from conftest import PROJECT_DIR
 from test_program import run_document, run_stack
 
 from components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
+from gpushare.offline.mock_run import run_function
+from gpushare.offline.recorded import ProgramRun, RecordedResource
 from gpushare.resource_types import DAEMON_SET, DAEMON_SET_PATCH, HELM_RELEASE, NODE_POOL
 from gpushare.stack_config import GpuDriver, from_config_values, load_stack_file
-from offline.mock_run import run_function
-from offline.recorded import ProgramRun, RecordedResource
 
 
 def _leaves(value: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:

@@ -17,13 +17,13 @@ from bench import floor, process_cpu, report, run, synthetic
 from bench.measure import Job, Series, alternating, run_job
 from bench.worker import PHASE_PACK, Sample
 from gpushare import catalog
+from gpushare.offline.pack_process import pack_python
+from gpushare.offline.policy_driver import run_policy_pack
+from gpushare.offline.policy_model import AnalyzedResource
+from gpushare.offline.recorded import RecordedResource
+from gpushare.offline.render import RESOURCES_FILE, redacted_inputs, render_stack
+from gpushare.offline.stack_files import load_stack_config
 from gpushare.stack_config import Mig, load_stack_file
-from offline.pack_process import pack_python
-from offline.policy_driver import run_policy_pack
-from offline.policy_model import AnalyzedResource
-from offline.recorded import RecordedResource
-from offline.render import RESOURCES_FILE, redacted_inputs, render_stack
-from offline.stack_files import load_stack_config
 
 RFC1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 

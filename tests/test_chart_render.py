@@ -1,4 +1,4 @@
-"""offline.chart_render / chart_sources / crd_schemas: Helm releases rendered by Helm itself (helm_python)
+"""gpushare.offline.chart_render / chart_sources / crd_schemas: Helm releases rendered by Helm itself (helm_python)
 from the pinned charts, every object validated (Kubernetes schema, or the chart's CRDs), and the sources
 looked up in their documented order."""
 
@@ -20,8 +20,7 @@ import yaml
 from conftest import PROJECT_DIR, STACKS, device_plugin_mode, pinned_charts
 
 from gpushare import cli
-from gpushare.resource_types import HELM_RELEASE
-from offline.chart_render import (
+from gpushare.offline.chart_render import (
     CHART_RENDERED_MARK,
     ChartObject,
     ChartObjectSchemaError,
@@ -29,13 +28,14 @@ from offline.chart_render import (
     RenderedRelease,
     render_releases,
 )
-from offline.chart_sources import ChartRequest, ChartSourceError, ChartSources, FoundChart
-from offline.crd_schemas import CrdIndex, pruned_nulls, strict_crd_schema
-from offline.manifests import to_plain, validate_manifest
-from offline.recorded import RecordedResource
-from offline.render import RenderResult, release_summary
-from policies.props import Resource
-from policies.workloads import daemon_set_plugin, helm_plugin
+from gpushare.offline.chart_sources import ChartRequest, ChartSourceError, ChartSources, FoundChart
+from gpushare.offline.crd_schemas import CrdIndex, pruned_nulls, strict_crd_schema
+from gpushare.offline.manifests import to_plain, validate_manifest
+from gpushare.offline.recorded import RecordedResource
+from gpushare.offline.render import RenderResult, release_summary
+from gpushare.resource_types import HELM_RELEASE
+from gpushare_policies.props import Resource
+from gpushare_policies.workloads import daemon_set_plugin, helm_plugin
 
 SCHEMA = "1.30.0"
 DEVICE_PLUGIN = ("nvidia-device-plugin", "0.17.1")
@@ -208,7 +208,7 @@ def test_the_charts_config_map_holds_exactly_the_releases_config_map(helm_stack:
 
 
 def test_the_packs_model_of_the_chart_is_what_helm_renders(helm_stack: RenderResult) -> None:
-    # `pulumi preview` gives the pack only the Release's values; policies/workloads.py models from them
+    # `pulumi preview` gives the pack only the Release's values; policies/gpushare_policies/workloads.py models from them
     # where the chart's plugin lands (its default node affinity from 0.15 on) and which plugin it runs.
     # Helm's render is the oracle for that model.
     (release,) = helm_stack.releases
@@ -601,7 +601,7 @@ def test_helms_own_warnings_come_back_as_lines_of_the_release(capfd: pytest.Capt
 
 
 def test_the_scanner_gate_passes_over_chart_rendered_files(helm_stack: RenderResult) -> None:
-    from offline import scan
+    from gpushare.offline import scan
 
     selection = scan.select(helm_stack.out_dir / "manifests")
     (release,) = helm_stack.releases

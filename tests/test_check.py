@@ -13,14 +13,14 @@ import yaml
 from conftest import FIXTURES, PROJECT_DIR, STACKS, device_plugin_mode, pinned_charts
 
 from gpushare import kube_names
+from gpushare.offline import policy_driver
+from gpushare.offline.chart_render import RenderedRelease, render_releases
+from gpushare.offline.chart_sources import ChartSources
+from gpushare.offline.check import analyzed_resources, check_stack
+from gpushare.offline.render import StackRun, redacted_resources, run_stack
+from gpushare.offline.stack_files import load_stack_config
 from gpushare.resource_types import CONFIG_MAP, HELM_RELEASE, NODE_POOL, is_chart_rendered
 from gpushare.stack_config import PROJECT
-from offline import policy_driver
-from offline.chart_render import RenderedRelease, render_releases
-from offline.chart_sources import ChartSources
-from offline.check import analyzed_resources, check_stack
-from offline.render import StackRun, redacted_resources, run_stack
-from offline.stack_files import load_stack_config
 
 
 def test_resources_reach_the_pack_as_the_engine_sends_them() -> None:

@@ -20,8 +20,8 @@ from conftest import PROJECT_DIR, STACKS
 
 from gpushare.cli import build_parser, main
 from gpushare.errors import EXIT_CODES_HELP
+from gpushare.offline.render import RenderResult
 from gpushare.suggest import close_matches, did_you_mean
-from offline.render import RenderResult
 
 
 def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:

@@ -19,15 +19,15 @@ from pulumi.runtime.proto import errors_pb2, status_pb2
 
 from gpushare import stack_config, tke_limits
 from gpushare.errors import ConfigError
-from offline import wire
-from offline.component_host import ComponentProvider, serve_monitor, start_component_provider
-from offline.mock_run import run_function, run_program
-from offline.policy_model import PolicyPackStartError
-from offline.program_mocks import program_mocks
-from offline.recorded import ProgramRun, RecordedResource, is_unknown
-from offline.recording_monitor import RecordingMonitor
-from offline.stack_files import load_stack_config
-from offline.wire_codec import decode_struct
+from gpushare.offline import wire
+from gpushare.offline.component_host import ComponentProvider, serve_monitor, start_component_provider
+from gpushare.offline.mock_run import run_function, run_program
+from gpushare.offline.policy_model import PolicyPackStartError
+from gpushare.offline.program_mocks import program_mocks
+from gpushare.offline.recorded import ProgramRun, RecordedResource, is_unknown
+from gpushare.offline.recording_monitor import RecordingMonitor
+from gpushare.offline.stack_files import load_stack_config
+from gpushare.offline.wire_codec import decode_struct
 
 TOKEN = "gpushare:index:GpuSharingCluster"
 NAME = "gpushare"  # the standalone program's component name (__main__.py)

@@ -17,12 +17,12 @@ from components.gpu_operator_release import GpuOperatorRelease, GpuOperatorRelea
 from components.managed_device_plugin import ManagedDevicePlugin, ManagedDevicePluginArgs
 from components.mig_partition import MigPartition, MigPartitionArgs
 from components.time_slicing_config import TimeSlicingConfig, TimeSlicingConfigArgs
+from gpushare.offline.mock_run import run_function
+from gpushare.offline.program_mocks import program_mocks
+from gpushare.offline.recorded import ProgramRun, RecordedResource
 from gpushare.plan import build_plan
 from gpushare.plugin_configs import PluginConfigEntry, plugin_config_entries
 from gpushare.stack_config import ManagedPlugin, StackConfig, load_stack_file
-from offline.mock_run import run_function
-from offline.program_mocks import program_mocks
-from offline.recorded import ProgramRun, RecordedResource
 
 
 def stack(name: str) -> StackConfig:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import PROJECT_DIR, STACKS
 
-from offline.render import RenderResult
+from gpushare.offline.render import RenderResult
 
 PAGES = [PROJECT_DIR / "README.md", *sorted((PROJECT_DIR / "docs").glob("*.md"))]
 # Pages other issues add (#22, #23, #26, #28): the front page links them already; until they are merged a

@@ -1,4 +1,4 @@
-"""offline.mock_run: running a Pulumi program without the CLI and recording what the engine would see.
+"""gpushare.offline.mock_run: running a Pulumi program without the CLI and recording what the engine would see.
 
 Most tests run the fixture program in tests/fixtures/sample_program (a provider, a component with a
 ConfigMap and a Secret, a Helm v3 Release, a Helm v4 Chart, a secret config value, exports).
@@ -25,12 +25,12 @@ from pulumi.runtime import config as pulumi_config
 from pulumi.runtime import settings as pulumi_settings
 from pulumi.runtime.mocks import MockResourceArgs
 
+from gpushare.offline.echo_mocks import Mocks
+from gpushare.offline.mock_run import run_program
+from gpushare.offline.recorded import UNKNOWN, ProgramRun, ResourceRef, engine_urn, is_unknown
+from gpushare.offline.stack_files import SECRET_PLACEHOLDER, load_stack_config
+from gpushare.offline.wire_codec import UNKNOWN_WIRE, decode_struct, encode_struct
 from gpushare.resource_types import HELM_RELEASE
-from offline.echo_mocks import Mocks
-from offline.mock_run import run_program
-from offline.recorded import UNKNOWN, ProgramRun, ResourceRef, engine_urn, is_unknown
-from offline.stack_files import SECRET_PLACEHOLDER, load_stack_config
-from offline.wire_codec import UNKNOWN_WIRE, decode_struct, encode_struct
 
 PROGRAM = FIXTURES / "sample_program"
 TOKEN = "tok-3f9a"

@@ -34,11 +34,11 @@ from test_policies import Res, all_messages, engine_value, mandatory, messages_o
 from gpushare import catalog, kube_names
 from gpushare.cli import main
 from gpushare.errors import ConfigError
+from gpushare.offline.recorded import RecordedResource
+from gpushare.offline.render import RenderError, StackRun, render_files, run_stack
 from gpushare.plan import build_plan
 from gpushare.stack_config import DevicePlugin, load_stack_file
 from gpushare.tuning import tune
-from offline.recorded import RecordedResource
-from offline.render import RenderError, StackRun, render_files, run_stack
 
 GUARDS_STACK = FIXTURES / "stacks" / "Pulumi.guards.yaml"
 SCHEMA = "1.30.0"

@@ -3,7 +3,7 @@
 Props go through the same path as in a pack (a protobuf Struct, `deserialize_properties`, the
 unknown-checking proxy), so numbers are doubles, secrets arrive unwrapped and unknowns raise on access.
 The stack config reaches the rules through `PULUMI_CONFIG`, as the CLI passes it. The resources are
-the real program's, run offline once per stack file as `check` runs it (offline/render.run_stack), and
+the real program's, run offline once per stack file as `check` runs it (gpushare/offline/render.run_stack), and
 each violating case is a change to them; resources are hand-built only where the program cannot make
 them (a typed-in credential, other tools' objects, the seed cluster's mistakes in
 tests/fixtures/policies/seed_mistakes.yaml), each saying so.
@@ -42,6 +42,11 @@ from pulumi_policy.deserialize import deserialize_properties
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, unknown_checking_proxy
 
 from gpushare import kube_names
+from gpushare.offline.echo_mocks import Mocks
+from gpushare.offline.mock_run import run_program
+from gpushare.offline.recorded import is_unknown
+from gpushare.offline.render import run_stack
+from gpushare.offline.stack_files import load_stack_config
 from gpushare.resource_types import (
     CONFIG_MAP,
     DAEMON_SET,
@@ -51,15 +56,10 @@ from gpushare.resource_types import (
     TENCENTCLOUD_PROVIDER,
 )
 from gpushare.stack_config import StackConfig, load_stack_file
-from offline.echo_mocks import Mocks
-from offline.mock_run import run_program
-from offline.recorded import is_unknown
-from offline.render import run_stack
-from offline.stack_files import load_stack_config
-from policies import rules
-from policies.config_files import modelled_plugin_version
-from policies.props import SECRET_SIGNATURE, SECRET_SIGNATURE_KEY, Resource
-from policies.workloads import NFD_NVIDIA_PCI_LABEL, helm_plugin
+from gpushare_policies import rules
+from gpushare_policies.config_files import modelled_plugin_version
+from gpushare_policies.props import SECRET_SIGNATURE, SECRET_SIGNATURE_KEY, Resource
+from gpushare_policies.workloads import NFD_NVIDIA_PCI_LABEL, helm_plugin
 
 SEED_MISTAKES = FIXTURES / "policies" / "seed_mistakes.yaml"
 OPTIONS = PolicyResourceOptions(False, [], None, [], PolicyCustomTimeouts(0, 0, 0), [], None)
@@ -91,6 +91,7 @@ ADVISORY_NAMES = {
     "cli-flag-overrides-config",
     "time-slicing-measurement-fresh",
     "plugin-image-pinned",
+    "judged-without-stack-config",
 }
 # What the repo's stacks are expected to be advised about: placeholder measurement dates, and the tag-only
 # image of TKE's plugin (its digest is the cluster's to read, not ours to invent).
@@ -321,6 +322,8 @@ def test_pack_has_every_required_policy_with_its_level() -> None:
     assert advisory == ADVISORY_NAMES
     # The rest inherit the pack's MANDATORY level from policies/__main__.py.
     assert all(p.enforcement_level in (None, EnforcementLevel.ADVISORY) for p in rules.POLICIES)
+    # Every mandatory policy says what to change (PolicyInfo.remediation_steps, shown by the service).
+    assert [p.name for p in rules.POLICIES if p.enforcement_level is None and not p.remediation_steps] == []
     main = (PROJECT_DIR / "policies" / "__main__.py").read_text()
     assert 'PolicyPack(name="gpushare"' in main and "EnforcementLevel.MANDATORY" in main
     project = yaml.safe_load((PROJECT_DIR / "policies" / "PulumiPolicy.yaml").read_text())
@@ -402,6 +405,32 @@ def test_the_policy_ceiling_is_configurable(prod: Program, use_stack: Callable[.
     messages = messages_of("time-slicing-replicas-tuned", [cm], {"utilizationCeiling": 0.5})
     assert any("replicas 8 exceeds the tuned maximum 4" in m for m in messages)
     assert any('key "t4"' in m and "maximum 1" in m for m in messages)
+
+
+def test_a_misspelt_policy_config_key_is_refused_by_name(
+    prod: Program, use_stack: Callable[..., None]
+) -> None:
+    # The CLI's schema check refuses a wrong type but not an undeclared key (no additionalProperties).
+    use_stack("prod")
+    cm = prod.get("gpushare-config-configmap")
+    (message,) = messages_of("time-slicing-replicas-tuned", [cm], {"utilisationCeiling": 0.5})
+    assert message == (
+        "policy config: unknown property 'utilisationCeiling'; this policy takes utilizationCeiling (a "
+        "misspelt key would leave the default in force). Fix the --policy-pack-config file."
+    )
+    # Only on the resources the policy judges: a node pool holds no device-plugin config.
+    assert (
+        messages_of(
+            "time-slicing-replicas-tuned", [prod.get("gpushare-l20-pool")], {"utilisationCeiling": 0.5}
+        )
+        == []
+    )
+    fresh = messages_of("time-slicing-measurement-fresh", [cm], {"maxAgeDays": 30})
+    # The other messages are the seed's 2025-06-01 measurements, judged against the default age.
+    assert [m for m in fresh if m.startswith("policy config:")] == [
+        "policy config: unknown property 'maxAgeDays'; this policy takes maxMeasurementAgeDays (a misspelt "
+        "key would leave the default in force). Fix the --policy-pack-config file."
+    ]
 
 
 def test_without_stack_config_the_provenance_annotation_supplies_gpu_and_measurement(prod: Program) -> None:
@@ -1067,8 +1096,16 @@ def test_credentials_in_the_stack_config_must_be_secrets(
 ) -> None:
     use_stack("prod", lambda config: config.update({"tencentcloud:secretKey": "from-config"}))
     resources = [provider(secretKey="from-config")]
+    # Which keys are secrets reaches the pack only through a driver's PULUMI_CONFIG_SECRET_KEYS; the pack
+    # never reads the stack file (it is published alone), so without the variable it cannot tell.
+    monkeypatch.delenv("PULUMI_CONFIG_SECRET_KEYS", raising=False)
+    assert messages_of("no-plaintext-cloud-secrets", resources) == []
+    monkeypatch.setenv("PULUMI_CONFIG_SECRET_KEYS", json.dumps(["gpushare:kubeconfig"]))
     (message,) = messages_of("no-plaintext-cloud-secrets", resources)
-    assert "tencentcloud:secretKey is stored in plain text in Pulumi.prod.yaml" in message
+    assert message.endswith(
+        "stack config tencentcloud:secretKey is stored in plain text in Pulumi.prod.yaml; set it with "
+        "`pulumi config set --secret tencentcloud:secretKey ...`, or drop it and use the environment."
+    )
     monkeypatch.setenv("PULUMI_CONFIG_SECRET_KEYS", json.dumps(["tencentcloud:secretKey"]))
     assert messages_of("no-plaintext-cloud-secrets", resources) == []
 

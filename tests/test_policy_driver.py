@@ -1,4 +1,4 @@
-"""offline/policy_driver.py drives a real policy pack: a subprocess and gRPC, as `pulumi preview` does.
+"""gpushare/offline/policy_driver.py drives a real policy pack: a subprocess and gRPC, as `pulumi preview` does.
 
 A pack start costs about 0.3 s, so two module-scoped runs of the fixture pack serve most
 tests; the failure cases start a pack each, and the rest needs no pack at all.
@@ -20,11 +20,10 @@ from conftest import FIXTURES
 from google.protobuf import empty_pb2  # type: ignore[import-untyped]
 from pulumi.runtime.proto import engine_pb2, engine_pb2_grpc
 
-from gpushare.resource_types import CONFIG_MAP
-from offline.pack_process import _interruptible, _serve_engine, pack_python
-from offline.policy_config import load_policy_config_file, reconcile_policy_config
-from offline.policy_driver import run_policy_pack
-from offline.policy_model import (
+from gpushare.offline.pack_process import _interruptible, _serve_engine, pack_python
+from gpushare.offline.policy_config import load_policy_config_file, reconcile_policy_config
+from gpushare.offline.policy_driver import run_policy_pack
+from gpushare.offline.policy_model import (
     AnalyzedResource,
     Diagnostic,
     PackReport,
@@ -36,8 +35,9 @@ from offline.policy_model import (
     Remediation,
     root_stack_urn,
 )
-from offline.policy_report import format_report
-from offline.wire import UNKNOWN, secret
+from gpushare.offline.policy_report import format_report
+from gpushare.offline.wire import UNKNOWN, secret
+from gpushare.resource_types import CONFIG_MAP
 
 PACK = FIXTURES / "sample_pack"
 STACK = "dev"

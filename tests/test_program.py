@@ -14,6 +14,10 @@ import pytest
 import yaml
 from conftest import HELM_MIG, PROJECT_DIR, STACKS, stack_file
 
+from gpushare.offline.mock_run import run_program
+from gpushare.offline.program_mocks import program_mocks
+from gpushare.offline.recorded import ProgramRun, RecordedResource
+from gpushare.offline.stack_files import load_stack_config
 from gpushare.resource_types import (
     CONFIG_MAP,
     DAEMON_SET,
@@ -22,10 +26,6 @@ from gpushare.resource_types import (
     KUBERNETES_PROVIDER,
     NODE_POOL,
 )
-from offline.mock_run import run_program
-from offline.program_mocks import program_mocks
-from offline.recorded import ProgramRun, RecordedResource
-from offline.stack_files import load_stack_config
 
 # The seed's ConfigMap (shared/seed, "配置参考"), parsed.
 SEED_CONFIG_MAP = {

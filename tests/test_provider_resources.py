@@ -5,7 +5,7 @@ The components register through pulumi-kubernetes' and tencentcloud-iac-pulumi's
 the oracle. Every resource a render records is registered again through its typed class, with the same
 values under the typed class's Python names, and the two registrations must be the same request: a
 component that overrode the version, dropped the aliases or sent a plain dict where the class would
-translate names shows up as a difference. The versions are held against requirements.txt's pins and the
+translate names shows up as a difference. The versions are held against pyproject.toml's pins and the
 aliases against pulumi-kubernetes' own list, written down here; `undeclared_names` holds every TKE and
 Helm name, one-word names included, against the typed classes' declarations.
 """
@@ -18,6 +18,7 @@ import inspect
 import pkgutil
 import re
 import sys
+import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -32,14 +33,14 @@ from components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
 from components.gpu_operator_release import GpuOperatorRelease, GpuOperatorReleaseArgs
 from components.providers import kubernetes_provider, tencentcloud_provider
 from gpushare import resource_types
+from gpushare.offline.echo_mocks import Mocks
+from gpushare.offline.mock_run import run_function
+from gpushare.offline.program_mocks import program_mocks
+from gpushare.offline.recorded import ProgramRun, RecordedResource
+from gpushare.offline.render import RenderResult
 from gpushare.plan import build_plan
 from gpushare.plugin_configs import plugin_config_entries
 from gpushare.stack_config import GpuDriver, StackConfig, load_stack_file
-from offline.echo_mocks import Mocks
-from offline.mock_run import run_function
-from offline.program_mocks import program_mocks
-from offline.recorded import ProgramRun, RecordedResource
-from offline.render import RenderResult
 
 # Property names are lowerCamelCase identifiers; map keys (labels, `gpu_args.cudnn`'s `doc_name`) are not
 # converted: they contain `.`, `/`, `-` or `_`, or are single lower-case words, which convert to themselves.
@@ -295,13 +296,11 @@ def test_the_kubeconfig_is_looked_up_by_the_stacks_cluster_id_through_the_tke_pr
     assert provider.secret_input_paths == ["kubeconfig"]
 
 
-# requirements.txt pins each provider SDK; its typed classes ask the engine for that provider version.
+# pyproject.toml's dependencies pin each provider SDK (requirements.txt installs that distribution); its
+# typed classes ask the engine for that provider version.
 def pinned_version(distribution: str) -> str:
-    pins = dict(
-        line.split("==", 1)
-        for line in (PROJECT_DIR / "requirements.txt").read_text().splitlines()
-        if "==" in line
-    )
+    dependencies = tomllib.loads((PROJECT_DIR / "pyproject.toml").read_text())["project"]["dependencies"]
+    pins = dict(requirement.split("==", 1) for requirement in dependencies if "==" in requirement)
     return pins[distribution].strip()
 
 
@@ -322,7 +321,7 @@ DAEMONSET_ALIASES = {
 }
 
 
-def test_pinned_versions_are_read_from_requirements() -> None:
+def test_pinned_versions_are_read_from_the_distributions_pins() -> None:
     assert PROVIDER_PLUGINS["kubernetes"][0] == "4.34.2"
     assert PROVIDER_PLUGINS["tencentcloud"][0] == "0.2.3"
 

@@ -1,4 +1,4 @@
-"""offline.render / offline.manifests: `python -m gpushare render` runs the real program offline and
+"""gpushare.offline.render / gpushare.offline.manifests: `python -m gpushare render` runs the real program offline and
 writes resources, manifests (schema-checked), Helm values, TKE node pools and the capacity plan."""
 
 from __future__ import annotations
@@ -19,17 +19,17 @@ from conftest import HELM_MIG, PROJECT_DIR, STACKS, stack_file
 
 from gpushare import cli
 from gpushare.errors import ConfigError
-from gpushare.stack_config import load_stack_file
-from offline.manifests import (
+from gpushare.offline.manifests import (
     ManifestSchemaError,
     SchemaViolation,
     schema_version,
     validate_manifest,
     without_required,
 )
-from offline.program_mocks import GET_CLUSTERS
-from offline.render import REDACTED, RenderError, RenderResult, render_stack, run_stack
-from offline.stack_files import SECRET_PLACEHOLDER
+from gpushare.offline.program_mocks import GET_CLUSTERS
+from gpushare.offline.render import REDACTED, RenderError, RenderResult, render_stack, run_stack
+from gpushare.offline.stack_files import SECRET_PLACEHOLDER
+from gpushare.stack_config import load_stack_file
 
 SCHEMA = "1.30.0"
 CONFIG_MAP = "manifests/configmap_kube-system_time-slicing-config.yaml"

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from gpushare.cli import main
-from offline import render
+from gpushare.offline import render
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 
@@ -101,7 +101,7 @@ _SIGKILL_WHILE_PUBLISHING = textwrap.dedent(
     """
     import os, signal, sys
     from pathlib import Path
-    from offline import render
+    from gpushare.offline import render
     original = Path.write_bytes
     def write_bytes(self, data):
         original(self, data)

@@ -27,11 +27,11 @@ from gpu_pages import exporter_objects, mig_gpus, seed_gpus
 
 from gpushare import cli, kube_names
 from gpushare.cluster_expectations import ObjectRef, PluginWorkload, expected_cluster
+from gpushare.offline.manifests import extract_helm_releases, extract_manifests
+from gpushare.offline.render import NODE_POOL_TYPE, run_stack
 from gpushare.plugin_configs import config_checksum
 from gpushare.stack_config import from_config_values, load_stack_file
 from gpushare.verify_checks import ClusterSnapshot, age, run_checks
-from offline.manifests import extract_helm_releases, extract_manifests
-from offline.render import NODE_POOL_TYPE, run_stack
 
 Obj = dict[str, Any]
 NOW = datetime.now(UTC)

@@ -1,1 +1,0 @@
-"""gpushare's CrossGuard policy pack: the rules (`policies.rules`) and the pack entry point (`__main__`)."""
