@@ -1,0 +1,180 @@
+"""Policy verdicts asserted whole: the policy, the resource it is reported on and the decisive words, each
+beside the near miss that another rule (or another path of the same rule) would also flag.
+
+The resources are the real program's for the device-plugin chart with a MIG pool
+(tests/fixtures/stacks/Pulumi.helm-mig.yaml: pools h20 and l20, the chart's `config.map` holding keys
+`any`, `h20` and `l20`, `config.default: any`), each case one change to them, through the same calls the
+SDK makes (tests/test_policies.py).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from conftest import HELM_MIG
+from test_policies import Program, Res, _isolated_environment, stack_messages, staging, use_stack
+
+from gpushare import kube_names
+from policies import rules
+
+__all__ = ["_isolated_environment", "staging", "use_stack"]  # fixtures used by name below
+
+RELEASE_URN = (
+    f"urn:pulumi:{HELM_MIG}::gpushare::kubernetes:helm.sh/v3:Release::gpushare-device-plugin-release"
+)
+CHART = "Helm release nvidia-device-plugin/nvidia-device-plugin"
+READER = f"{CHART} (chart nvidia-device-plugin 0.17.1)"
+LIST_STRATEGY_REFUSED = (
+    "flags.plugin.deviceListStrategy: invalid --device-list-strategy option: invalid strategy: bogus"
+)
+
+
+def verdicts(policy: str, resources: list[Res]) -> list[tuple[str, str | None]]:
+    found = stack_messages(rules.POLICIES_BY_NAME[policy], resources)  # type: ignore[arg-type]
+    return sorted(found)
+
+
+def release_of(program: Program) -> Res:
+    return copy.deepcopy(program.get("gpushare-device-plugin-release"))
+
+
+@pytest.fixture
+def chart(staging: Program, use_stack: Callable[..., None]) -> Program:
+    use_stack(HELM_MIG)
+    return staging
+
+
+# --------------------------------------------------------------------------------------------------------
+# device-plugin-config-valid: a Helm release is judged with its own top-level values
+
+
+def test_a_release_value_that_breaks_every_key_is_reported_per_key_as_read_by_the_release(
+    chart: Program,
+) -> None:
+    release = release_of(chart)
+    release.props["values"]["deviceListStrategy"] = "bogus"  # the chart renders it as an env var
+    expected = [
+        (
+            f'{CHART} config.map key "{key}": device plugin 0.17.1 refuses it as read by {READER}: '
+            f"{LIST_STRATEGY_REFUSED} (value from a CLI/env override)",
+            RELEASE_URN,
+        )
+        for key in ("any", "h20", "l20")
+    ]
+    assert verdicts("device-plugin-config-valid", chart.but(release)) == expected
+
+
+def test_a_file_value_the_releases_own_override_replaces_is_not_refused(chart: Program) -> None:
+    """Near miss: the same bogus strategy in the file alone is refused (without the override's note);
+    with the release's valid top-level value it never reaches the plugin (env > file)."""
+    release = release_of(chart)
+    release.props["values"]["config"]["map"]["l20"] = (
+        "version: v1\nflags:\n  migStrategy: none\n  plugin:\n    deviceListStrategy: bogus\n"
+    )
+    assert verdicts("device-plugin-config-valid", chart.but(release)) == [
+        (
+            f'{CHART} config.map key "l20": device plugin 0.17.1 refuses it as read by {READER}: '
+            f"{LIST_STRATEGY_REFUSED}",
+            RELEASE_URN,
+        )
+    ]
+    release.props["values"]["deviceListStrategy"] = "envvar"
+    assert verdicts("device-plugin-config-valid", chart.but(release)) == []
+
+
+# --------------------------------------------------------------------------------------------------------
+# config-key-exists: `config.fallbackStrategies` entries resolve only by their exact names
+
+
+def _without_default(chart: Program, **config: Any) -> list[Res]:
+    release = release_of(chart)
+    del release.props["values"]["config"]["default"]
+    release.props["values"]["config"].update(config)
+    return chart.but(release)
+
+
+def _unresolved(strategies: str) -> list[tuple[str, str | None]]:
+    return [
+        (
+            f"{READER}: no config.default and no fallback strategy ({strategies}) resolves among keys any, h20, "
+            f"l20 of {CHART} config.map; the chart refuses to render ('A default config must be provided ...'). "
+            "Set config.default to a key (gpushare uses 'any').",
+            RELEASE_URN,
+        )
+    ]
+
+
+def test_a_misspelled_fallback_strategy_resolves_nothing(chart: Program) -> None:
+    assert verdicts(
+        "config-key-exists", _without_default(chart, fallbackStrategies=["nmaed"])
+    ) == _unresolved("nmaed")
+    # Even with a key `default` in the map, which `named` would take.
+    resources = _without_default(chart, fallbackStrategies=["nmaed"])
+    release = next(r for r in resources if r.name == "gpushare-device-plugin-release")
+    release.props["values"]["config"]["map"]["default"] = "version: v1\nflags:\n  migStrategy: none\n"
+    (message,) = [m for m, _ in verdicts("config-key-exists", resources)]
+    assert "no fallback strategy (nmaed) resolves among keys any, default, h20, l20" in message
+
+
+def test_the_spelled_strategies_resolve_by_their_rules(chart: Program) -> None:
+    """Near misses: `named` without a `default` key and `single` among three keys are flagged the same way;
+    `empty` always resolves; `named` with a `default` key does."""
+    assert verdicts(
+        "config-key-exists", _without_default(chart, fallbackStrategies=["named"])
+    ) == _unresolved("named")
+    assert verdicts(
+        "config-key-exists", _without_default(chart, fallbackStrategies=["single"])
+    ) == _unresolved("single")
+    assert verdicts("config-key-exists", _without_default(chart, fallbackStrategies=["nmaed", "empty"])) == []
+    resources = _without_default(chart, fallbackStrategies=["named"])
+    release = next(r for r in resources if r.name == "gpushare-device-plugin-release")
+    release.props["values"]["config"]["map"]["default"] = "version: v1\nflags:\n  migStrategy: none\n"
+    assert verdicts("config-key-exists", resources) == []
+
+
+# --------------------------------------------------------------------------------------------------------
+# mig-only-on-mig-capable-gpus: the strategy a pool's plugin runs with is its own key's, not `any`'s
+
+
+def _strategies(chart: Program, **keys: str) -> Res:
+    release = release_of(chart)
+    config_map = release.props["values"]["config"]["map"]
+    for key, strategy in keys.items():
+        config_map[key] = config_map[key].replace("migStrategy: none", f"migStrategy: {strategy}")
+    return release
+
+
+def test_the_l20_pools_own_key_decides_its_strategy(chart: Program) -> None:
+    release = _strategies(chart, l20="single")
+    assert verdicts("mig-only-on-mig-capable-gpus", chart.but(release)) == [
+        # The file rule, the near miss: it flags the key whoever reads it.
+        (
+            f'{CHART} config.map key "l20": migStrategy single for L20, which does not support MIG.',
+            RELEASE_URN,
+        ),
+        # The pool rule: the plugin on the L20 nodes (label nvidia.com/device-plugin.config=l20) reads `l20`.
+        (
+            f'node pool l20: {READER} runs with migStrategy single (from {CHART} config.map key "l20") on L20, '
+            "which does not support MIG; use migStrategy none.",
+            RELEASE_URN,
+        ),
+    ]
+
+
+def test_the_fallback_keys_strategy_is_not_the_labelled_pools(chart: Program) -> None:
+    """`any` says single; the L20 pool's label selects `l20` (none): nothing runs single on the L20."""
+    release = _strategies(chart, any="single")
+    assert verdicts("mig-only-on-mig-capable-gpus", chart.but(release)) == []
+    # Without the label the config-manager falls back to config.default `any`: now the L20 runs single.
+    pool = copy.deepcopy(chart.get("gpushare-l20-pool"))
+    del pool.props["labels"][kube_names.LABEL_PLUGIN_CONFIG]
+    assert verdicts("mig-only-on-mig-capable-gpus", chart.but(release, pool)) == [
+        (
+            f'node pool l20: {READER} runs with migStrategy single (from {CHART} config.map key "any") on L20, '
+            "which does not support MIG; use migStrategy none.",
+            RELEASE_URN,
+        )
+    ]
