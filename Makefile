@@ -10,7 +10,7 @@ STACKS := $(patsubst Pulumi.%.yaml,%,$(wildcard Pulumi.*.yaml))
 CHART_DIRS ?= $(wildcard ../shared/charts)
 CHART_ARGS := $(addprefix --chart-dir ,$(CHART_DIRS))
 
-.PHONY: test lint typecheck unit plan render check verify scan ci-stacks bench bench-cpu clean
+.PHONY: test lint typecheck unit plan render check verify scan ci-stacks bench bench-cpu mutation clean
 
 # Requirements are (re)installed into the venv whenever a requirements file changes.
 $(VENV)/.installed: requirements.txt requirements-dev.txt policies/requirements.txt
@@ -79,6 +79,11 @@ bench: $(VENV)/.bench-installed bench-cpu
 # CPU of whole `render` processes against a process that only imports the SDKs (bench/process_cpu.py).
 bench-cpu: $(VENV)/.installed
 	$(PY) -m bench.process_cpu $(CHART_ARGS) $(BENCH_CPU_ARGS)
+
+# Mutation testing of the decision logic, not part of `make test` (~1 h on 2 cores; docs/mutation-testing.md).
+# MUTATION_ARGS="--seed N --sample 200 --jobs 2"; survivors in out/mutation/survivors.md.
+mutation: $(VENV)/.installed
+	$(PY) -m mutation $(MUTATION_ARGS)
 
 clean:
 	rm -rf $(VENV) out .mypy_cache .ruff_cache .pytest_cache

@@ -300,3 +300,12 @@ def test_a_service_that_fits_no_candidate_names_it_and_the_service(tmp_path: Pat
     # T4 15360 MiB < 20000 MiB: the second service (index 1) fits nowhere.
     assert (caught.value.source, caught.value.key) == (str(path), "services[1]")
     assert caught.value.message == "20000 MiB fits no candidate GPU without MIG (T4 on GN7.2XLARGE32)"
+
+
+def test_a_candidate_the_process_does_not_fit_is_skipped_not_the_end_of_the_search(tmp_path: Path) -> None:
+    # 20000 MiB fits no T4 (15360 MiB) but an L20: floor(0.9 x 46068 / 20000) = floor(2.07) = 2 slots.
+    path = write(
+        tmp_path, "services: [{name: big, measuredMiB: 20000, replicas: 2}]\ncandidates: [T4, L20]\n"
+    )
+    (plan,) = plan_fleet(load_fleet(path), str(path))
+    assert (plan.candidate.gpu, plan.option.slots, plan.gpus) == ("L20", 2, 1)
