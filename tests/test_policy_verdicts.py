@@ -15,12 +15,22 @@ from typing import Any
 
 import pytest
 from conftest import HELM_MIG
-from test_policies import Program, Res, _isolated_environment, stack_messages, staging, use_stack
+from test_policies import (
+    Program,
+    Res,
+    _isolated_environment,
+    prod,
+    replicas_text,
+    stack_messages,
+    staging,
+    use_stack,
+    with_data,
+)
 
 from gpushare import kube_names
 from policies import rules
 
-__all__ = ["_isolated_environment", "staging", "use_stack"]  # fixtures used by name below
+__all__ = ["_isolated_environment", "prod", "staging", "use_stack"]  # fixtures used by name below
 
 RELEASE_URN = (
     f"urn:pulumi:{HELM_MIG}::gpushare::kubernetes:helm.sh/v3:Release::gpushare-device-plugin-release"
@@ -178,3 +188,28 @@ def test_the_fallback_keys_strategy_is_not_the_labelled_pools(chart: Program) ->
             RELEASE_URN,
         )
     ]
+
+
+# --------------------------------------------------------------------------------------------------------
+# plugin-restarts-on-config-change: a plugin whose key is missing is skipped, not the end of the check
+
+
+def test_a_stale_checksum_is_found_after_a_plugin_whose_key_is_missing(
+    prod: Program, use_stack: Callable[..., None]
+) -> None:
+    """Prod registers TKE's patched DaemonSet (reads key t4) before the L20 DaemonSet. The patch now reads
+    a key the ConfigMap lacks (config-key-exists reports that); the L20 key changed without its pods'
+    checksum: still reported, on the L20 DaemonSet."""
+    use_stack("prod")
+    patch = copy.deepcopy(prod.get("gpushare-managed-plugin-patch"))
+    container = patch.props["spec"]["template"]["spec"]["containers"][0]
+    container["args"] = [
+        a.replace("time-slicing-config/t4", "time-slicing-config/gone") for a in container["args"]
+    ]
+    config_map = with_data(prod.get("gpushare-config-configmap"), "l20", replicas_text(7))
+    found = verdicts("plugin-restarts-on-config-change", prod.but(patch, config_map))
+    assert [urn for _, urn in found] == [
+        "urn:pulumi:prod::gpushare::kubernetes:apps/v1:DaemonSet::gpushare-plugins-l20"
+    ]
+    assert found[0][0].startswith("DaemonSet kube-system/nvidia-device-plugin-daemonset-l20: pod annotation ")
+    assert "a stale checksum does not roll the pods when the key changes." in found[0][0]
