@@ -194,22 +194,23 @@ def test_the_fallback_keys_strategy_is_not_the_labelled_pools(chart: Program) ->
 # plugin-restarts-on-config-change: a plugin whose key is missing is skipped, not the end of the check
 
 
-def test_a_stale_checksum_is_found_after_a_plugin_whose_key_is_missing(
+def test_a_stale_checksum_is_found_whichever_plugin_has_its_key_missing(
     prod: Program, use_stack: Callable[..., None]
 ) -> None:
-    """Prod registers TKE's patched DaemonSet (reads key t4) before the L20 DaemonSet. The patch now reads
-    a key the ConfigMap lacks (config-key-exists reports that); the L20 key changed without its pods'
-    checksum: still reported, on the L20 DaemonSet."""
+    """Prod's two plugins, TKE's patched DaemonSet (key t4) and the L20 DaemonSet (key l20): one reads a key
+    the ConfigMap lacks (config-key-exists reports that), the other's key changed without its pods'
+    checksum. The stale one is reported, on its own resource, whichever of the two is read first."""
     use_stack("prod")
-    patch = copy.deepcopy(prod.get("gpushare-managed-plugin-patch"))
-    container = patch.props["spec"]["template"]["spec"]["containers"][0]
-    container["args"] = [
-        a.replace("time-slicing-config/t4", "time-slicing-config/gone") for a in container["args"]
-    ]
-    config_map = with_data(prod.get("gpushare-config-configmap"), "l20", replicas_text(7))
-    found = verdicts("plugin-restarts-on-config-change", prod.but(patch, config_map))
-    assert [urn for _, urn in found] == [
-        "urn:pulumi:prod::gpushare::kubernetes:apps/v1:DaemonSet::gpushare-plugins-l20"
-    ]
-    assert found[0][0].startswith("DaemonSet kube-system/nvidia-device-plugin-daemonset-l20: pod annotation ")
-    assert "a stale checksum does not roll the pods when the key changes." in found[0][0]
+    plugins = {"t4": "gpushare-managed-plugin-patch", "l20": "gpushare-plugins-l20"}
+    urns = {
+        "t4": "urn:pulumi:prod::gpushare::kubernetes:apps/v1:DaemonSetPatch::gpushare-managed-plugin-patch",
+        "l20": "urn:pulumi:prod::gpushare::kubernetes:apps/v1:DaemonSet::gpushare-plugins-l20",
+    }
+    for missing, stale in (("t4", "l20"), ("l20", "t4")):
+        broken = copy.deepcopy(prod.get(plugins[missing]))
+        container = broken.props["spec"]["template"]["spec"]["containers"][0]
+        container["args"] = [a.replace(f"config/{missing}", "config/gone") for a in container["args"]]
+        config_map = with_data(prod.get("gpushare-config-configmap"), stale, replicas_text(2))
+        found = verdicts("plugin-restarts-on-config-change", prod.but(broken, config_map))
+        assert [urn for _, urn in found] == [urns[stale]], (missing, found)
+        assert "a stale checksum does not roll the pods when the key changes." in found[0][0]
