@@ -190,6 +190,21 @@ def test_the_fallback_keys_strategy_is_not_the_labelled_pools(chart: Program) ->
     ]
 
 
+def test_a_label_naming_a_key_the_map_lacks_is_judged_on_the_default_key(chart: Program) -> None:
+    """The L20 pool's label names `nope` (config-key-exists reports that the key is missing); its strategy is
+    judged on what the chart would fall back to, `config.default` `any`, which says single."""
+    release = _strategies(chart, any="single")
+    pool = copy.deepcopy(chart.get("gpushare-l20-pool"))
+    pool.props["labels"][kube_names.LABEL_PLUGIN_CONFIG] = "nope"
+    assert verdicts("mig-only-on-mig-capable-gpus", chart.but(release, pool)) == [
+        (
+            f'node pool l20: {READER} runs with migStrategy single (from {CHART} config.map key "any") on L20, '
+            "which does not support MIG; use migStrategy none.",
+            RELEASE_URN,
+        )
+    ]
+
+
 # --------------------------------------------------------------------------------------------------------
 # plugin-restarts-on-config-change: a plugin whose key is missing is skipped, not the end of the check
 
