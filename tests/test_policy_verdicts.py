@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
+from datetime import date
 from typing import Any
 
 import pytest
@@ -21,6 +22,7 @@ from test_policies import (
     _isolated_environment,
     prod,
     replicas_text,
+    resource_messages,
     stack_messages,
     staging,
     use_stack,
@@ -229,3 +231,43 @@ def test_a_stale_checksum_is_found_whichever_plugin_has_its_key_missing(
         found = verdicts("plugin-restarts-on-config-change", prod.but(broken, config_map))
         assert [urn for _, urn in found] == [urns[stale]], (missing, found)
         assert "a stale checksum does not roll the pods when the key changes." in found[0][0]
+
+
+# --------------------------------------------------------------------------------------------------------
+# The pack's own settings: values outside their schema fall back to the defaults
+
+
+@pytest.mark.parametrize(("days", "advised"), [(0, 0), (0.5, 0), (-3, 0), (10, 3), (10.0, 3), (180, 0)])
+def test_max_measurement_age_below_one_day_is_the_default(
+    prod: Program,
+    use_stack: Callable[..., None],
+    fixed_today: Callable[[date], None],
+    days: float,
+    advised: int,
+) -> None:
+    """Measured 2025-06-01, today 2025-07-01: 29 + 1 = 30 days ago. A limit under 1 day (the schema's
+    minimum) is the default 180: nothing advised; 10 days: l20, t4 and the fallback `any` advised."""
+    fixed_today(date(2025, 7, 1))
+    use_stack("prod")
+    config_map = prod.get("gpushare-config-configmap")
+    policy = rules.POLICIES_BY_NAME["time-slicing-measurement-fresh"]
+    found = resource_messages(policy, config_map, {"maxMeasurementAgeDays": days})  # type: ignore[arg-type]
+    assert len(found) == advised
+    assert all("30 days ago, older than 10 days" in m for m in found)
+
+
+@pytest.mark.parametrize(("ceiling", "maximum"), [(0, 8), (1.5, 8), (-0.5, 8), (1, 9), (0.5, 4)])
+def test_a_ceiling_outside_0_to_1_is_the_default(
+    prod: Program, use_stack: Callable[..., None], ceiling: float, maximum: int
+) -> None:
+    """L20 at 4621 MiB: floor(0.9 x 46068 / 4621) = 8 (the default ceiling), floor(1.0 x 46068 / 4621) =
+    floor(9.97) = 9, floor(0.5 x 46068 / 4621) = floor(4.98) = 4. One replica above the maximum is refused."""
+    use_stack("prod")
+    policy = rules.POLICIES_BY_NAME["time-slicing-replicas-tuned"]
+    for replicas, refused in ((maximum, False), (maximum + 1, True)):
+        config_map = with_data(prod.get("gpushare-config-configmap"), "l20", replicas_text(replicas))
+        found = resource_messages(policy, config_map, {"utilizationCeiling": ceiling})  # type: ignore[arg-type]
+        l20 = [m for m in found if 'key "l20"' in m]
+        assert bool(l20) is refused, (ceiling, replicas, found)
+        if refused:
+            assert f"replicas {maximum + 1} exceeds the tuned maximum {maximum}" in l20[0]
