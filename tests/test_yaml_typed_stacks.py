@@ -58,8 +58,9 @@ def test_the_stack_loads_with_the_defaults_it_leaves_out() -> None:
     assert (operator.driver_enabled, operator.toolkit_enabled, operator.cdi_enabled) == (False, False, False)
     assert (operator.runtime_class, operator.namespace) == ("runc", "gpu-operator")
     assert stack.plugin.managed_plugin.action == "optOut"  # the default outside daemonsets mode
-    (pool,) = stack.pools
+    pool, h20 = stack.pools
     assert (pool.nodes.min, pool.nodes.max, pool.nodes.desired) == (0, 2000, 1)
+    assert isinstance(h20.sharing, TimeSlicing) and h20.sharing.measured_at == "2025-06-01"
     assert isinstance(pool.sharing, TimeSlicing)
     assert pool.sharing.measured_at == "2025-06-01"  # a string, as the Pulumi CLI hands it over
     assert stack.sharing.utilization_ceiling == 0.9
@@ -91,7 +92,9 @@ def test_the_pack_counts_the_unquoted_dates_age(
 ) -> None:
     """The stack config as `check` hands it to the pack (PULUMI_CONFIG), the date still a date to it:
     2025-06-01 to 2026-01-15 is 30 + 31 + 31 + 30 + 31 + 30 + 31 + 14 = 228 days, older than 180."""
-    from test_policies import Res, all_messages, engine_value, mandatory, messages_of
+    from test_policies import Res, all_messages, engine_value, mandatory, messages_of, resource_messages
+
+    from policies import rules
 
     fixed_today(date(2026, 1, 15))
     values, _ = load_stack_config(project, STACK)
@@ -103,8 +106,14 @@ def test_the_pack_counts_the_unquoted_dates_age(
         if r.custom and r.type
     ]
     config_map = next(r for r in resources if r.type == CONFIG_MAP and "device-plugin-config" in r.name)
-    (stale,) = messages_of("time-slicing-measurement-fresh", [config_map])
-    assert 'key "l20"' in stale and "2025-06-01" in stale and "228 days ago, older than 180 days" in stale
+    stale = messages_of("time-slicing-measurement-fresh", [config_map])
+    assert len(stale) == 2 and all(
+        "2025-06-01" in m and "228 days ago, older than 180 days" in m for m in stale
+    )
+    assert 'key "l20"' in stale[0] + stale[1] and 'key "h20"' in stale[0] + stale[1]
+    # The whole H20 is tuned against its 97871 MiB, not a MIG instance's: its 19 replicas pass.
+    tuned = rules.POLICIES_BY_NAME["time-slicing-replicas-tuned"]
+    assert resource_messages(tuned, config_map) == []  # type: ignore[arg-type]
     assert mandatory(all_messages(resources)) == {}
 
 
@@ -189,7 +198,7 @@ def test_the_bounds_themselves_are_accepted(tmp_path: Path) -> None:
         _operator(config)["driverEnabled"] = True
 
     stack = load_stack_file(_edited(tmp_path, edit))
-    (pool,) = stack.pools
+    pool = stack.pools[0]
     assert (pool.nodes.min, pool.nodes.desired, pool.nodes.max) == (2000, 2000, 2000)
     assert pool.driver is not None and (pool.driver.name, pool.driver.version) == ("x", "5")
     assert stack.plugin.gpu_operator.driver_enabled is True
