@@ -20,7 +20,7 @@ import pytest
 import yaml
 from conftest import FIXTURE_STACKS, PROJECT_DIR
 
-from gpushare import kube_names
+from gpushare import kube_names, stack_config
 from gpushare.cli import main
 from gpushare.errors import ConfigError
 from gpushare.stack_config import TimeSlicing, load_stack_file
@@ -227,3 +227,29 @@ def test_a_stack_file_that_cannot_be_read_is_one_clean_error(
     assert code != 0
     assert err.count("\n") == 1 and "Pulumi.locked.yaml: cannot read: Permission denied" in err
     assert "Traceback" not in err
+
+
+def test_a_label_gpushare_sets_itself_is_refused_in_the_pools_labels(tmp_path: Path) -> None:
+    def edit(config: dict[str, Any]) -> None:
+        _pool(config)["labels"] = {"gpushare.io/pool": "other"}
+
+    with pytest.raises(ConfigError) as caught:
+        load_stack_file(_edited(tmp_path, edit))
+    assert str(caught.value) == (
+        f'{F}: gpushare:pools[0].labels["gpushare.io/pool"]: gpushare sets gpushare.io/pool on this pool\'s '
+        "nodes itself; a value here would be overwritten"
+    )
+
+
+def test_a_stack_file_one_byte_over_the_bound_is_refused_not_cut_and_parsed(tmp_path: Path) -> None:
+    """The fixture, then a comment up to the bound + 1 byte: read to the bound only, it would parse."""
+    path = tmp_path / "Pulumi.big.yaml"
+    head = TEXT + "#"
+    path.write_text(head + "x" * (stack_config.MAX_STACK_FILE_BYTES + 1 - len(head.encode())))
+    assert path.stat().st_size == stack_config.MAX_STACK_FILE_BYTES + 1
+    with pytest.raises(ConfigError) as caught:
+        load_stack_file(path)
+    assert str(caught.value) == "Pulumi.big.yaml: larger than 4 MiB; not a stack file"
+    exact = tmp_path / "Pulumi.exact.yaml"
+    exact.write_text(head + "x" * (stack_config.MAX_STACK_FILE_BYTES - len(head.encode())))
+    assert load_stack_file(exact).pools[0].name == "l20"
