@@ -349,7 +349,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--rerun",
         metavar="RESULTS",
-        help="run again only the survivors of a results.json (same seed), keeping its other outcomes",
+        help="run again only the survivors and timeouts of a results.json (same seed), keeping the kills",
     )
     parser.add_argument(
         "--no-fork",
@@ -366,8 +366,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         previous_run = json.loads(Path(args.rerun).read_text())
         seed = int(previous_run["seed"])
         earlier = [Outcome(**{**o, "tests": tuple(o["tests"])}) for o in previous_run["outcomes"]]
-        kept = [o for o in earlier if o.status not in ("survived", "equivalent")]
-        sites = [_site_of(o) for o in earlier if o.status in ("survived", "equivalent")]
+        again = ("survived", "equivalent", "timeout")  # a timeout may be a slow machine, not a kill
+        kept = [o for o in earlier if o.status not in again]
+        sites = [_site_of(o) for o in earlier if o.status in again]
         print(f"mutation: seed {seed}: running the {len(sites)} survivors of {args.rerun} again", flush=True)
     else:
         seed = args.seed if args.seed is not None else random.SystemRandom().randrange(10**6)
@@ -382,7 +383,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     shared = _shared_dir(PROJECT, args.shared)
     python = sys.executable
     trees = [make_tree(PROJECT, work, index, shared) for index in range(max(1, args.jobs))]
-    print(f"mutation: {len(sites)} mutants; baseline run in {trees[0]} ...", flush=True)
+    print(f"mutation: {len(sites)} mutants, in copies of the project under {work}", flush=True)
     started = time.monotonic()
     previous = out / "baseline.json"
     if args.reuse_baseline and previous.is_file():

@@ -253,3 +253,13 @@ def test_a_stack_file_one_byte_over_the_bound_is_refused_not_cut_and_parsed(tmp_
     exact = tmp_path / "Pulumi.exact.yaml"
     exact.write_text(head + "x" * (stack_config.MAX_STACK_FILE_BYTES - len(head.encode())))
     assert load_stack_file(exact).pools[0].name == "l20"
+
+
+def test_a_process_as_large_as_the_gpu_is_accepted_and_one_mib_more_refused(tmp_path: Path) -> None:
+    # L20 46068 MiB (catalog): measured 46068 fits (0 replicas: floor(0.9 x 46068 / 46068) = 0, exclusive).
+    def measured(mib: int) -> Callable[[dict[str, Any]], None]:
+        return lambda config: _pool(config)["sharing"].update(measuredMiB=mib)
+
+    assert load_stack_file(_edited(tmp_path, measured(46068))).pools[0].name == "l20"
+    with pytest.raises(ConfigError, match=r"gpushare:pools\[0\]\.sharing\.measuredMiB: 46069 MiB"):
+        load_stack_file(_edited(tmp_path, measured(46069)))
