@@ -10,7 +10,7 @@ STACKS := $(patsubst Pulumi.%.yaml,%,$(wildcard Pulumi.*.yaml))
 CHART_DIRS ?= $(wildcard ../shared/charts)
 CHART_ARGS := $(addprefix --chart-dir ,$(CHART_DIRS))
 
-.PHONY: test lint typecheck unit plan render check verify scan ci-stacks bench bench-cpu bench-update dist dist-check clean
+.PHONY: test lint typecheck unit plan render check verify scan ci-stacks bench bench-cpu bench-update dist dist-check mutation clean
 
 # Requirements are (re)installed into the venv whenever a requirements file changes; requirements.txt
 # installs this repository's gpushare distribution in editable mode, so venv/bin/gpushare runs this tree.
@@ -104,6 +104,11 @@ dist: $(VENV)/.installed
 # a venv from only its requirements.txt and the wheel, over every stack and a foreign program.
 dist-check: dist
 	.ci/dist-check dist $(CHART_DIRS)
+
+# Mutation testing of the decision logic, not part of `make test` (~1 h on 2 cores; docs/mutation-testing.md).
+# MUTATION_ARGS="--seed N --sample 200 --jobs 2"; survivors in out/mutation/survivors.md.
+mutation: $(VENV)/.installed
+	$(PY) -m mutation $(MUTATION_ARGS)
 
 clean:
 	rm -rf $(VENV) out dist build gpushare.egg-info .mypy_cache .ruff_cache .pytest_cache

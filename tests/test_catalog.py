@@ -252,3 +252,75 @@ def test_unknown_gpu_lists_the_known_models() -> None:
     assert "'X'" in message
     for key in GPUS:
         assert key in message
+
+
+# The profile table every 7-compute/8-memory-slice GPU shares (NVIDIA's MIG user guide, A100/H100 tables
+# and `nvidia-smi mig -lgip` / `-lgipp`): (ID, compute slices, memory slices, max instances, placements).
+SEVEN_SLICE_TABLE = [
+    (19, 1, 1, 7, (0, 1, 2, 3, 4, 5, 6), 1),  # 1g.<s>gb
+    (20, 1, 1, 1, (0, 1, 2, 3, 4, 5, 6), 1),  # 1g.<s>gb+me
+    (15, 1, 2, 4, (0, 2, 4, 6), 2),  # 1g.<d>gb
+    (14, 2, 2, 3, (0, 2, 4), 2),  # 2g.<d>gb
+    (9, 3, 4, 2, (0, 4), 4),  # 3g.<q>gb
+    (5, 4, 4, 1, (0,), 4),  # 4g.<q>gb
+    (0, 7, 8, 1, (0,), 8),  # 7g.<f>gb
+]
+
+
+@pytest.mark.parametrize("key", ["A100-40GB", "A100-80GB", "H100-80GB", "H100-94GB", "H200", "H20"])
+def test_seven_slice_gpus_have_nvidias_profile_table(key: str) -> None:
+    shape = [
+        (p.id, p.compute_slices, p.memory_slices, p.max_instances, p.placement_starts, p.placement_size)
+        for p in catalog.gpu(key).mig_profiles
+    ]
+    assert shape == SEVEN_SLICE_TABLE
+
+
+def test_a30_has_nvidias_profile_table() -> None:
+    # NVIDIA's MIG user guide, A30: 4 compute and 4 memory slices; the decimal-GB rule for memory:
+    # 6e9 / 2^20 = 5722.04, 12e9 / 2^20 = 11444.09, 24e9 / 2^20 = 22888.18 MiB.
+    rows = [
+        (p.name, p.id, p.compute_slices, p.memory_slices, p.max_instances, p.placement_starts, p.memory_mib)
+        for p in catalog.gpu("A30").mig_profiles
+    ]
+    assert rows == [
+        ("1g.6gb", 14, 1, 1, 4, (0, 1, 2, 3), 5722),
+        ("1g.6gb+me", 21, 1, 1, 1, (0, 1, 2, 3), 5722),
+        ("2g.12gb", 5, 2, 2, 2, (0, 2), 11444),
+        ("2g.12gb+me", 6, 2, 2, 1, (0, 2), 11444),
+        ("4g.24gb", 0, 4, 4, 1, (0,), 22888),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("key", "captured"),
+    [
+        # `-lgip` captures in GiB (catalog comments), x 1024, rounded down.
+        # A100 40GB: 4.75 / 9.62 / 19.50 / 39.25 GiB.
+        ("A100-40GB", {"1g.5gb": 4864, "1g.10gb": 9850, "2g.10gb": 9850, "3g.20gb": 19968, "7g.40gb": 40192}),
+        # A100 80GB PCIe: 9.50 / 19.50 / 39.25 / 79.00 GiB (no 1g.20gb capture).
+        (
+            "A100-80GB",
+            {"1g.10gb": 9728, "2g.20gb": 19968, "3g.40gb": 40192, "4g.40gb": 40192, "7g.80gb": 80896},
+        ),
+        # H100 80GB SXM: 9.75 / 19.62 / 39.50 / 79.25 GiB.
+        (
+            "H100-80GB",
+            {"1g.10gb": 9984, "1g.20gb": 20090, "2g.20gb": 20090, "3g.40gb": 40448, "7g.80gb": 81152},
+        ),
+        # H100 NVL: 10.75 / 21.62 / 46.38 / 93.12 GiB.
+        (
+            "H100-94GB",
+            {"1g.12gb": 11008, "1g.24gb": 22138, "2g.24gb": 22138, "3g.47gb": 47493, "7g.94gb": 95354},
+        ),
+        # H200 (NVIDIA/mig-parted issue #120): 16.00 / 32.25 / 69.50 / 139.75 GiB.
+        (
+            "H200",
+            {"1g.18gb": 16384, "1g.35gb": 33024, "2g.35gb": 33024, "3g.71gb": 71168, "7g.141gb": 143104},
+        ),
+    ],
+)
+def test_captured_instance_memory_is_the_capture(key: str, captured: dict[str, int]) -> None:
+    gpu = catalog.gpu(key)
+    assert {name: gpu.mig_profile(name).memory_mib for name in captured} == captured
+    assert not any(gpu.mig_profile(name).memory_inferred for name in captured)

@@ -540,3 +540,13 @@ def test_cli_verdicts_agree_with_mig_parted(recorded: dict[str, Any], tmp_path: 
     assert (status == 0) is recorded["valid"], (out, err, recorded["message"])
     if not recorded["valid"]:
         assert (status, err) == (1, "")
+
+
+def test_broken_yaml_is_one_line_naming_line_and_column() -> None:
+    # The flow list opened on line 3 is never closed: PyYAML stops at the end of the stream, line 4.
+    with pytest.raises(MigPartedConfigError) as caught:
+        parse("version: v1\nmig-configs:\n  a: [\n")
+    assert str(caught.value) == (
+        "not valid YAML: line 4, column 1: while parsing a flow node, expected the node content, "
+        "but found '<stream end>'"
+    )

@@ -134,3 +134,56 @@ def test_a_multi_profile_mig_row_adds_up_to_its_slots(project_dir: Path) -> None
     assert cells[:6] == ["h20", "H20", "1", "4", "6 x 1g.12gb at 2 + 1 x 1g.24gb at 4 = 16/GPU", "64"]
     l20 = next(p for p in capacity["pools"] if p["name"] == "l20")  # type: ignore[attr-defined]
     assert (l20["replicas"], l20["migProfiles"]) == (8, [])
+
+
+# --------------------------------------------------------------------------------------------------------
+# The capacity report's per-pool numbers for the shapes that differ: no MIG, one slot, several MIG profiles
+
+
+def test_pools_without_mig_report_no_mig_instances(project_dir: Path) -> None:
+    capacity = capacity_json(_plan(project_dir, "prod"))
+    pools = {p["name"]: p for p in capacity["pools"]}  # type: ignore[attr-defined]
+    assert (pools["l20"]["migInstancesPerGpu"], pools["t4"]["migInstancesPerGpu"]) == (0, 0)
+    # The table shows the replicas alone, never "N MIG x 8".
+    rows = {line.split()[0]: line.split() for line in capacity_table(capacity).splitlines()[2:4]}
+    assert rows["l20"][:6] == ["l20", "L20", "1", "1", "8", "8"]
+    assert rows["t4"][:6] == ["t4", "T4", "1", "1", "3", "3"]
+
+
+def test_a_one_slot_pool_reports_the_gpus_memory_less_the_process_as_headroom(
+    stack_document: Any, write_stack: Any
+) -> None:
+    """T4 at 7000 MiB: floor(0.9 x 15360 / 7000) = floor(1.97) = 1, so nothing is shared and the one slot
+    has 15360 - 7000 = 8360 MiB to spare; 7000 of 15360 used = 0.4557."""
+    doc = stack_document("prod")
+    doc["config"]["gpushare:pools"][1]["sharing"]["measuredMiB"] = 7000
+    capacity = capacity_json(build_plan(load_stack_file(write_stack(doc, "one-slot"))))
+    t4 = next(p for p in capacity["pools"] if p["name"] == "t4")  # type: ignore[attr-defined]
+    assert (t4["replicas"], t4["slots"], t4["migInstancesPerGpu"]) == (1, 1, 0)
+    assert (t4["memoryUsedMiB"], t4["memoryTotalMiB"], t4["utilization"]) == (7000, 15360, 0.4557)
+    assert t4["headroomMiBPerSlot"] == 8360.0
+    assert "~8360 MiB" in capacity_table(capacity)
+
+
+def test_an_exclusive_pool_without_a_measurement_reports_no_headroom(
+    stack_document: Any, write_stack: Any
+) -> None:
+    doc = stack_document("prod")
+    doc["config"]["gpushare:pools"][1]["sharing"] = {"mode": "exclusive"}
+    t4 = build_plan(load_stack_file(write_stack(doc, "exclusive"))).pool("t4")
+    assert (t4.measured_mib, t4.memory_used_mib, t4.utilization, t4.headroom_mib_per_slot) == (None,) * 4
+    assert (t4.slots_per_gpu, t4.replicas) == (1, 1)
+
+
+def test_a_multi_profile_mig_pool_reports_its_tightest_profiles_headroom(project_dir: Path) -> None:
+    """Staging's H20, 6 x 1g.12gb time-sliced 2 ways + 1 x 1g.24gb time-sliced 4 ways, at 4621 MiB:
+    1g.12gb 11264 / 2 - 4621 = 1011 MiB per slot; 1g.24gb 22138 / 4 - 4621 = 913.5: the tighter, 913.5."""
+    capacity = capacity_json(_plan(project_dir, "staging"))
+    h20 = next(p for p in capacity["pools"] if p["name"] == "h20")  # type: ignore[attr-defined]
+    assert h20["headroomMiBPerSlot"] == 913.5
+    assert (h20["migInstancesPerGpu"], h20["replicas"], h20["slots"]) == (7, 4, 64)
+    # 64 slots x 4621 = 295744 MiB of 4 x 97871 = 391484: 0.7554.
+    assert (h20["memoryUsedMiB"], h20["memoryTotalMiB"], h20["utilization"]) == (295744, 391484, 0.7554)
+    row = next(line for line in capacity_table(capacity).splitlines() if line.startswith("h20 "))
+    assert row.split()[:8] == ["h20", "H20", "1", "4", "7", "MIG", "x", "4"]
+    assert "~913 MiB" in row

@@ -121,3 +121,39 @@ def test_json_keys() -> None:
         "headroomMiBPerSlot",
     } <= set(data)
     assert data["replicas"] == 8
+
+
+@pytest.mark.parametrize(
+    ("csv_text", "row"),
+    [
+        # The header names used_memory as the third column (index 2); a row of two cells has none.
+        (
+            "pid, process_name, used_memory [MiB]\n21873, python3, 4621 MiB\n21904, python3\n",
+            "21904, python3",
+        ),
+        # used_memory second (index 1) and a row of one cell: the bound is exactly the row's length.
+        ("pid, used_memory [MiB]\n21873\n", "21873"),
+    ],
+)
+def test_a_row_one_cell_short_is_one_error_through_tune(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], csv_text: str, row: str
+) -> None:
+    """`tune --from-nvidia-smi` on a CSV whose row lacks the used_memory cell (a truncated paste)."""
+    from gpushare.cli import main
+
+    path = tmp_path / "apps.csv"
+    path.write_text(csv_text)
+    with pytest.raises(GpushareError) as caught:
+        largest_process_mib(csv_text)
+    assert caught.value.message == f"a row without a used_memory column in nvidia-smi output: {row!r}"
+    code = main(["tune", "--gpu", "L20", "--from-nvidia-smi", str(path)])
+    err = capsys.readouterr().err
+    assert code != 0 and err.count("\n") == 1 and "a row without a used_memory column" in err
+
+
+def test_the_used_memory_column_is_found_by_name_anywhere_in_the_header() -> None:
+    # used_memory first: 4621 is column 0 of each row, the largest of 4621 and 1203.
+    text = "used_memory [MiB], pid\n4621 MiB, 21873\n1203 MiB, 21904\n"
+    assert largest_process_mib(text) == 4621
+    # nounits: bare numbers; without a header the last cell is the value.
+    assert largest_process_mib("21873, python3, 4621\n21904, python3, 1203\n") == 4621

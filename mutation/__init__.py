@@ -1,0 +1,1 @@
+"""Mutation testing of gpushare's decision logic (`make mutation`; docs/mutation-testing.md)."""
