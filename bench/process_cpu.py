@@ -100,7 +100,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--stacks", nargs="+", default=list(DEFAULT_STACKS))
     # Where the charts come from is render's own rule (--chart-dir, then $GPUSHARE_CHART_DIRS, ...).
     parser.add_argument("--chart-dir", type=Path, action="append", default=[])
-    parser.add_argument("--no-bytecode-cache", action="store_true", help="PYTHONDONTWRITEBYTECODE=1")
+    bytecode = parser.add_mutually_exclusive_group()
+    bytecode.add_argument("--no-bytecode-cache", action="store_true", help="PYTHONDONTWRITEBYTECODE=1")
+    bytecode.add_argument(
+        "--installed-bytecode",
+        action="store_true",
+        help="use the venv's own __pycache__ instead of a private, freshly warmed one (quicker; the tests)",
+    )
     parser.add_argument("--results", type=Path, default=RESULTS, help="JSON output (default: out/bench/)")
     return parser
 
@@ -111,7 +117,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
     if args.no_bytecode_cache:
         env["PYTHONDONTWRITEBYTECODE"] = "1"
-    else:
+    elif not args.installed_bytecode:
         env["PYTHONPYCACHEPREFIX"] = str(scratch / "pycache")
     try:
         rows = summary(measure(processes(args.stacks, scratch / "out", args.chart_dir), args.runs, env))

@@ -43,6 +43,7 @@ from gpushare.tuning import DEFAULT_CEILING
 from gpushare.yaml_bounds import (
     YamlBoundError,
     YamlTooDeepError,
+    accept_plain_dates,
     check_flow_depth,
     refuse_non_json_tags,
     shape_problem,
@@ -138,6 +139,8 @@ class _FleetLoader(yaml.SafeLoader):
 
 
 refuse_non_json_tags(_FleetLoader)
+# An unquoted measuredAt is a date, as in a stack file; an explicit !!timestamp tag is still refused.
+accept_plain_dates(_FleetLoader)
 # A fleet file lists services and candidates: config > services > [i] > service.
 MAX_FLEET_DEPTH = 16
 
@@ -175,10 +178,17 @@ def parse_fleet(text: str, source: str) -> Fleet:
             d for d in err.errors() if not (d["type"] == "too_short" and errors_below(d["loc"], err.errors()))
         ]
         details.sort(key=lambda d: d["type"] != "extra_forbidden")
-        raise ConfigError("\n".join(_problem(detail, source) for detail in details)) from None
+        problems = [_problem(detail) for detail in details]
+        if len(problems) == 1:  # one problem keeps its file and key apart, as the stack loader's do
+            ((where, message),) = problems
+            raise ConfigError(message, source=source, key=where or None) from None
+        raise ConfigError(
+            "\n".join(": ".join(part for part in (source, *problem) if part) for problem in problems)
+        ) from None
 
 
-def _problem(detail: Mapping[str, Any], source: str) -> str:
+def _problem(detail: Mapping[str, Any]) -> tuple[str, str]:
+    """(the key path, what is wrong there) of one validation error."""
     loc = detail["loc"]
     where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
     if detail["type"] == "extra_forbidden":
@@ -187,7 +197,7 @@ def _problem(detail: Mapping[str, Any], source: str) -> str:
         message = f"unknown key{did_you_mean(str(loc[-1]), known)} (known: {', '.join(known)})"
     else:
         message = validation_message(detail)
-    return ": ".join(part for part in (source, where, message) if part)
+    return where, message
 
 
 # The models whose keys a fleet file's sections hold, for "unknown key" and its close match.

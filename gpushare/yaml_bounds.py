@@ -215,7 +215,7 @@ class _SafeBoundedLoader(AliasRecordingComposer, yaml.SafeLoader):
 _NON_JSON_TAGS = ("binary", "set", "timestamp", "omap", "pairs")
 
 
-def _refuse_non_json(loader: yaml.BaseLoader, node: yaml.Node) -> None:
+def _refuse_non_json(loader: yaml.BaseLoader | yaml.SafeLoader, node: yaml.Node) -> None:
     tag = node.tag.rsplit(":", 1)[-1]
     raise yaml.constructor.ConstructorError(
         None,
@@ -230,6 +230,26 @@ def refuse_non_json_tags(loader_class: type[Any]) -> None:
     are a separate resolver choice) with a ConstructorError at the tag's line."""
     for name in _NON_JSON_TAGS:
         loader_class.add_constructor(f"tag:yaml.org,2002:{name}", _refuse_non_json)
+
+
+def _explicitly_tagged(node: yaml.Node) -> bool:
+    """Whether the node's text starts with a tag (`!!timestamp 2025-06-01`), not a plain scalar that the
+    resolver typed (`2025-06-01`): a tagged node's mark points at its tag."""
+    mark = node.start_mark
+    buffer = mark.buffer if isinstance(mark.buffer, str) else ""
+    return buffer[mark.pointer : mark.pointer + 1] == "!"
+
+
+def _implicit_timestamp(loader: yaml.SafeLoader, node: yaml.Node) -> object:
+    if _explicitly_tagged(node):
+        _refuse_non_json(loader, node)
+    return loader.construct_yaml_timestamp(node)  # type: ignore[arg-type]
+
+
+def accept_plain_dates(loader_class: type[yaml.SafeLoader]) -> None:
+    """Let `loader_class` (after `refuse_non_json_tags`) read a plain `2025-06-01` as YAML does, a date,
+    while an explicit `!!timestamp` tag stays refused: a user's unquoted date is not an attack."""
+    loader_class.add_constructor("tag:yaml.org,2002:timestamp", _implicit_timestamp)
 
 
 def shape_problem(document: Any, *, max_values: int, max_depth: int) -> str | None:

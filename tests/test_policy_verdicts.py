@@ -30,7 +30,7 @@ from test_policies import (
 )
 
 from gpushare import kube_names
-from policies import rules
+from gpushare_policies import rules
 
 __all__ = ["_isolated_environment", "prod", "staging", "use_stack"]  # fixtures used by name below
 

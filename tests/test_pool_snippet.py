@@ -49,8 +49,10 @@ def test_an_uncatalogued_type_states_gpus_per_node_and_a_missing_date_is_a_comme
     lines = text.splitlines()
     assert lines[3].startswith("      instanceType: FILL-IN  # a Tencent instance type carrying H20")
     assert lines[4] == "      gpusPerNode: 4"
-    assert '          # measuredAt: "YYYY-MM-DD"  (fill in: the day it was measured)' in lines
-    (pool,) = pools(text)
+    assert '          measuredAt: "FILL-IN: YYYY-MM-DD, the day it was measured"' in lines
+    with pytest.raises(ValueError, match="measuredAt"):  # as printed, the placeholder is refused
+        pools(text)
+    (pool,) = pools(text.replace("FILL-IN: YYYY-MM-DD, the day it was measured", "2025-06-01"))
     assert (pool.instance_type, pool.gpus_per_node, pool.sharing.mode) == ("FILL-IN", 4, "mig")
 
 

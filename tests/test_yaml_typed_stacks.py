@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import json
+import os
 import shutil
 from collections.abc import Callable
 from datetime import date
@@ -19,13 +20,13 @@ from typing import Any
 import pytest
 import yaml
 from conftest import FIXTURE_STACKS, PROJECT_DIR
-from offline.recorded import ProgramRun
-from offline.render import run_stack
-from offline.stack_files import load_stack_config
 
 from gpushare import kube_names, stack_config
 from gpushare.cli import main
 from gpushare.errors import ConfigError
+from gpushare.offline.recorded import ProgramRun
+from gpushare.offline.render import run_stack
+from gpushare.offline.stack_files import load_stack_config
 from gpushare.stack_config import TimeSlicing, load_stack_file
 
 STACK = "yaml-types"
@@ -94,7 +95,7 @@ def test_the_pack_counts_the_unquoted_dates_age(
     2025-06-01 to 2026-01-15 is 30 + 31 + 31 + 30 + 31 + 30 + 31 + 14 = 228 days, older than 180."""
     from test_policies import Res, all_messages, engine_value, mandatory, messages_of, resource_messages
 
-    from policies import rules
+    from gpushare_policies import rules
 
     fixed_today(date(2026, 1, 15))
     values, _ = load_stack_config(project, STACK)
@@ -211,14 +212,14 @@ def test_a_stack_file_that_cannot_be_read_is_one_clean_error(
     kernel's answer, EACCES, made by hand): one line naming the file, no traceback."""
     path = tmp_path / "Pulumi.locked.yaml"
     path.write_text(TEXT)
-    real_open = Path.open
+    real_open = os.open
 
-    def refuse(self: Path, *args: Any, **kwargs: Any) -> Any:
-        if self.name == path.name:
-            raise PermissionError(errno.EACCES, "Permission denied", str(self))
-        return real_open(self, *args, **kwargs)
+    def refuse(name: Any, *args: Any, **kwargs: Any) -> Any:
+        if Path(name).name == path.name:  # every file input is opened by the one bounded reader
+            raise PermissionError(errno.EACCES, "Permission denied", str(name))
+        return real_open(name, *args, **kwargs)
 
-    monkeypatch.setattr(Path, "open", refuse)
+    monkeypatch.setattr(os, "open", refuse)
     with pytest.raises(ConfigError) as caught:
         load_stack_file(path)
     assert str(caught.value) == "Pulumi.locked.yaml: cannot read: Permission denied"
