@@ -198,9 +198,12 @@ def test_process_cpu_ratios_are_medians_over_the_sdk_imports_median() -> None:
 
 def test_process_cpu_measures_whole_processes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     results = tmp_path / "cpu.json"
-    assert process_cpu.main(
-        ["--runs", "1", "--installed-bytecode", "--stacks", "prod", "--results", str(results)]
-    ) == 0
+    assert (
+        process_cpu.main(
+            ["--runs", "1", "--installed-bytecode", "--stacks", "prod", "--results", str(results)]
+        )
+        == 0
+    )
     data = json.loads(results.read_text())
     assert [row["process"] for row in data["processes"]] == ["SDK imports", "render --stack prod"]
     assert all(len(row["samples"]) == 1 and row["cpuSeconds"] > 0 for row in data["processes"])
@@ -211,7 +214,15 @@ def test_process_cpu_measures_whole_processes(tmp_path: Path, capsys: pytest.Cap
 def test_process_cpu_stops_on_a_failing_process(tmp_path: Path) -> None:
     with pytest.raises(SystemExit, match="exited 2: Pulumi.nope.yaml: no such stack file"):
         process_cpu.main(
-            ["--runs", "1", "--installed-bytecode", "--stacks", "nope", "--results", str(tmp_path / "cpu.json")]
+            [
+                "--runs",
+                "1",
+                "--installed-bytecode",
+                "--stacks",
+                "nope",
+                "--results",
+                str(tmp_path / "cpu.json"),
+            ]
         )
     assert not (tmp_path / "cpu.json").exists()
 
