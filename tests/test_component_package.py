@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import sys
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
@@ -423,6 +424,18 @@ def test_a_preview_with_an_unknown_cluster_id_registers_the_component_only(
     assert is_unknown(state["totalSlots"]) and is_unknown(state["nodePoolIds"])
 
 
+@pytest.fixture
+def forget_program_modules() -> Iterator[None]:
+    """The program's `components` imported in this process are dropped afterwards, as the offline runner
+    drops a run's own modules: a later run of another project copy must import its own."""
+    before = set(sys.modules)
+    yield
+    for name in set(sys.modules) - before:
+        if name == "components" or name.startswith("components."):
+            del sys.modules[name]
+
+
+@pytest.mark.usefixtures("forget_program_modules")
 def test_the_hosted_component_in_a_python_program_registers_what_the_standalone_one_does() -> None:
     # A Python program may also import the class directly (no package, no gRPC): same children.
     from components.hosted_gpu_sharing_cluster import GpuSharingCluster
