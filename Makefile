@@ -10,7 +10,7 @@ STACKS := $(patsubst Pulumi.%.yaml,%,$(wildcard Pulumi.*.yaml))
 CHART_DIRS ?= $(wildcard ../shared/charts)
 CHART_ARGS := $(addprefix --chart-dir ,$(CHART_DIRS))
 
-.PHONY: test lint typecheck unit plan render check verify scan ci-stacks bench bench-cpu bench-update dist dist-check mutation clean
+.PHONY: test test-e2e lint typecheck unit plan render check verify scan ci-stacks bench bench-cpu bench-update dist dist-check mutation clean
 
 # Requirements are (re)installed into the venv whenever a requirements file changes; requirements.txt
 # installs this repository's gpushare distribution in editable mode, so venv/bin/gpushare runs this tree.
@@ -33,7 +33,12 @@ typecheck: $(VENV)/.installed
 # Two workers (the machines have 2 cores); a test file stays on one worker, so its module fixtures
 # (one render, one fake API server) are built once.
 unit: $(VENV)/.installed
-	$(PY) -m pytest -n 2 --dist loadfile
+	$(PY) -m pytest -n 2 --dist loadfile -m "not e2e"
+
+# The tests that start whole processes (the policy pack over gRPC, the CLI, the component host, the
+# benchmarks' renders): slower, so outside `make test`'s minute; CI runs them right after it.
+test-e2e: $(VENV)/.installed
+	$(PY) -m pytest -n 2 --dist loadfile -m e2e
 
 plan: $(VENV)/.installed
 	$(PY) -m gpushare plan --stack $(STACK)

@@ -41,6 +41,7 @@ def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
     return code, capsys.readouterr().err
 
 
+@pytest.mark.e2e
 def test_a_fifo_is_refused_by_every_command_without_waiting(tmp_path: Path) -> None:
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)  # nobody writes to it: open() for reading would wait forever

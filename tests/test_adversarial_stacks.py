@@ -247,6 +247,7 @@ def _run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.e2e
 def test_25000_nested_brackets_are_refused_not_a_segfault(tmp_path: Path) -> None:
     # 50 KB of `[`: libyaml's recursive parser overflowed the C stack (exit 139, no message) before.
     _write(Case("deep", TOO_DEEP, text=_nested(b"[" * 25_000 + b"]" * 25_000)), tmp_path)

@@ -314,6 +314,7 @@ def test_a30_instances_too_small_to_share_count_one_slot_each() -> None:
 # --- the policy, through the analyzer protocol -------------------------------------------------------------------
 
 
+@pytest.mark.e2e
 def test_mig_layout_underused_catches_seven_small_instances_through_the_protocol(
     stack_document: Callable[[str], dict[str, Any]], tmp_path: Path
 ) -> None:

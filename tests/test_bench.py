@@ -128,6 +128,7 @@ def test_floor_registers_what_the_render_registered(
     assert recorded.stack_outputs == rendered.outputs
 
 
+@pytest.mark.e2e
 def test_empty_pack_starts_and_reports_nothing(project: Path) -> None:
     pack = project / synthetic.EMPTY_PACK_DIR
     resource = AnalyzedResource(
@@ -140,6 +141,7 @@ def test_empty_pack_starts_and_reports_nothing(project: Path) -> None:
     assert len(report_.policies) == 1 and report_.diagnostics == []
 
 
+@pytest.mark.e2e
 def test_worker_sample_round_trip(project: Path, tmp_path: Path) -> None:
     render_stack(project, "prod", tmp_path / "prod")
     assert (tmp_path / "prod" / RESOURCES_FILE).exists()
@@ -196,6 +198,7 @@ def test_process_cpu_ratios_are_medians_over_the_sdk_imports_median() -> None:
     ]
 
 
+@pytest.mark.e2e
 def test_process_cpu_measures_whole_processes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     results = tmp_path / "cpu.json"
     assert (
@@ -211,6 +214,7 @@ def test_process_cpu_measures_whole_processes(tmp_path: Path, capsys: pytest.Cap
     assert "| render --stack prod |" in capsys.readouterr().out
 
 
+@pytest.mark.e2e
 def test_process_cpu_stops_on_a_failing_process(tmp_path: Path) -> None:
     with pytest.raises(SystemExit, match="exited 2: Pulumi.nope.yaml: no such stack file"):
         process_cpu.main(

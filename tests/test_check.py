@@ -22,6 +22,9 @@ from gpushare.offline.stack_files import load_stack_config
 from gpushare.resource_types import CONFIG_MAP, HELM_RELEASE, NODE_POOL, is_chart_rendered
 from gpushare.stack_config import PROJECT
 
+# Whole processes (the pack, the CLI): make test-e2e, which CI runs after make test.
+pytestmark = pytest.mark.e2e
+
 
 def test_resources_reach_the_pack_as_the_engine_sends_them() -> None:
     resources = analyzed_resources(run_stack(PROJECT_DIR, "prod"))

@@ -19,6 +19,7 @@ def run(argv: list[str]) -> tuple[int, str]:
     return code, out.getvalue()
 
 
+@pytest.mark.e2e
 def test_plan_through_the_real_entry_point(project_dir: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "gpushare", "plan", "--stack", "prod", "--json"],

@@ -30,6 +30,9 @@ from gpushare.offline.recording_monitor import RecordingMonitor
 from gpushare.offline.stack_files import load_stack_config
 from gpushare.offline.wire_codec import decode_struct
 
+# Starts the component package's provider host as a process: make test-e2e, which CI runs after make test.
+pytestmark = pytest.mark.e2e
+
 TOKEN = "gpushare:index:GpuSharingCluster"
 NAME = "gpushare"  # the standalone program's component name (__main__.py)
 

@@ -185,6 +185,7 @@ def test_dev_zero_is_not_read_at_all(capsys: pytest.CaptureFixture[str], hang_gu
     assert (code, text) == (2, "/dev/zero: is a character device, not a regular file; not read\n")
 
 
+@pytest.mark.e2e
 def test_alias_bomb_through_the_real_entry_point(tmp_path: Path) -> None:
     bomb = tmp_path / "bomb.yaml"
     bomb.write_bytes(alias_bomb())

@@ -673,6 +673,7 @@ def test_the_fixed_today_is_what_decides(tmp_path: Path) -> None:
 SUBPROCESS_CASES = {"duplicate-key": "plan", "not-utf8": "render", "label-key-not-qualified": "check"}
 
 
+@pytest.mark.e2e
 def test_a_few_as_real_subprocesses(tmp_path: Path) -> None:
     """Without the in-process fixture: the real clock, the real entry point, the real exit codes."""
     runs = {}

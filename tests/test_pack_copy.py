@@ -34,6 +34,9 @@ from gpushare.offline.policy_model import AnalyzedResource, Diagnostic, PackRepo
 from gpushare.offline.render import redacted_resources, run_stack
 from gpushare.stack_config import PROJECT
 
+# Whole processes (the pack, the CLI): make test-e2e, which CI runs after make test.
+pytestmark = pytest.mark.e2e
+
 PACK_DIR = PROJECT_DIR / "policies"
 FOREIGN = FIXTURES / "foreign_program" / "resources.yaml"
 

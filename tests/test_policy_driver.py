@@ -39,6 +39,9 @@ from gpushare.offline.policy_report import format_report
 from gpushare.offline.wire import UNKNOWN, secret
 from gpushare.resource_types import CONFIG_MAP
 
+# Starts policy packs as processes and drives them over gRPC: make test-e2e, which CI runs after make test.
+pytestmark = pytest.mark.e2e
+
 PACK = FIXTURES / "sample_pack"
 STACK = "dev"
 PROJECT = "gpushare"

@@ -12,6 +12,9 @@ from conftest import PROJECT_DIR
 
 from gpushare.project_dir import NoProjectError, find_project, project_dir
 
+# Whole processes (the pack, the CLI): make test-e2e, which CI runs after make test.
+pytestmark = pytest.mark.e2e
+
 
 def test_the_nearest_project_file_wins(tmp_path: Path) -> None:
     (tmp_path / "Pulumi.yaml").write_text("name: outer\n")

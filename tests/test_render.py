@@ -554,6 +554,7 @@ def test_a_program_run_error_becomes_the_render_error(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------------------------- CLI
 
 
+@pytest.mark.e2e
 def test_cli_render_subprocess(tmp_path: Path) -> None:
     out = tmp_path / "prod"
     completed = subprocess.run(

@@ -70,6 +70,7 @@ def test_a_signal_during_render_is_one_line_and_leaves_nothing(
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # render put the default back
 
 
+@pytest.mark.e2e
 def test_a_sigkilled_render_is_swept_by_the_next_one(tmp_path: Path) -> None:
     out = tmp_path / "prod"
     killed = subprocess.run(

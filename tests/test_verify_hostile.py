@@ -215,6 +215,7 @@ def test_a_dripped_body_meets_the_request_deadline(
     assert seconds < BOUND_SECONDS
 
 
+@pytest.mark.e2e
 def test_a_server_dripping_its_headers_meets_the_hard_stop(
     server: FakeApiServer, kubeconfig: Path, prod: list[Obj], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -308,6 +309,7 @@ def test_throttled_for_good_gives_up(server: FakeApiServer, kubeconfig: Path, pr
 # The kubeconfig is read like every other input
 
 
+@pytest.mark.e2e
 def test_kubeconfig_that_is_not_a_file(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "fifo")
     deep = tmp_path / "deep"
