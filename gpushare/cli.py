@@ -17,7 +17,14 @@ from pathlib import Path
 from typing import TextIO
 
 from gpushare import advise_cli, catalog, device_plugin, input_files, measure_cli, mig_parted, validate_cli
-from gpushare.cli_arguments import PROJECT_DIR_HELP, add_command, gpu_model, positive_mib, utilization_ceiling
+from gpushare.cli_arguments import (
+    add_command,
+    cluster_arguments,
+    gpu_model,
+    positive_mib,
+    stack_arguments,
+    utilization_ceiling,
+)
 from gpushare.config_size import warn_config_size
 from gpushare.errors import EXIT_CODES_HELP, GpushareError, UsageError
 from gpushare.gpu_memory.options import add_source_arguments
@@ -193,13 +200,6 @@ def _raise_terminated(signum: int, frame: object) -> None:
     raise Terminated
 
 
-def _stack_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--stack", required=True, metavar="NAME", help="the stack: Pulumi.NAME.yaml in the project directory"
-    )
-    parser.add_argument("--dir", metavar="DIR", help=PROJECT_DIR_HELP)
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m gpushare",
@@ -299,7 +299,7 @@ def build_parser() -> argparse.ArgumentParser:
         "Replicas, slots and memory per pool of a stack, from its measurements and the catalog (no Pulumi, "
         "no cluster): the table `render` prints and writes to capacity.json.",
     )
-    _stack_arguments(p)
+    stack_arguments(p)
     p.add_argument("--json", action="store_true", help="the plan as JSON, as capacity.json holds it")
     p.set_defaults(run=cmd_plan)
 
@@ -311,9 +311,8 @@ def build_parser() -> argparse.ArgumentParser:
         "the stack's plan: slots, labels, config digests, crash loops, TKE's plugin, GPU-Pending pods, stuck "
         "rollouts, MIG state.",
     )
-    _stack_arguments(p)
-    p.add_argument("--kubeconfig", metavar="PATH", help="default: $KUBECONFIG, ~/.kube/config, in-cluster")
-    p.add_argument("--context", metavar="NAME", help="a context of the kubeconfig (default: its current one)")
+    stack_arguments(p)
+    cluster_arguments(p)
     p.add_argument("--json", action="store_true", help="the report as JSON: ok, findings, pools")
     add_source_arguments(p)
     p.set_defaults(run=_verify)
@@ -326,7 +325,7 @@ def build_parser() -> argparse.ArgumentParser:
         "`pulumi up` would create: resources.json, manifests/ (schema-validated; Helm releases rendered "
         "from their pinned charts), tke/ and capacity.json.",
     )
-    _stack_arguments(p)
+    stack_arguments(p)
     p.add_argument("--out", required=True, metavar="DIR", help="where to write (replaced as a whole)")
     _chart_arguments(p)
     p.set_defaults(run=_render)
@@ -338,7 +337,7 @@ def build_parser() -> argparse.ArgumentParser:
         "Render the stack, start the policy pack as `pulumi preview --policy-pack policies` does and drive "
         "it over its gRPC analyzer protocol; mandatory violations exit 1.",
     )
-    _stack_arguments(p)
+    stack_arguments(p)
     p.add_argument("--policy-config", metavar="FILE", help="a --policy-pack-config JSON file")
     _chart_arguments(p)
     p.set_defaults(run=_check)

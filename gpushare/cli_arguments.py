@@ -48,6 +48,24 @@ PROJECT_DIR_HELP = (
 )
 
 
+def stack_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--stack NAME` and `--dir DIR`, for every command that reads a stack file."""
+    parser.add_argument(
+        "--stack", required=True, metavar="NAME", help="the stack: Pulumi.NAME.yaml in the project directory"
+    )
+    parser.add_argument("--dir", metavar="DIR", help=PROJECT_DIR_HELP)
+
+
+def cluster_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--kubeconfig` and `--context`, for every command that reads the live cluster."""
+    parser.add_argument(
+        "--kubeconfig", metavar="PATH", help="default: $KUBECONFIG, ~/.kube/config, in-cluster"
+    )
+    parser.add_argument(
+        "--context", metavar="NAME", help="a context of the kubeconfig (default: its current one)"
+    )
+
+
 def add_command(sub: Any, name: str, summary: str, description: str) -> argparse.ArgumentParser:
     """A subcommand with its one-line summary (top-level help), description and the exit codes."""
     parser: argparse.ArgumentParser = sub.add_parser(

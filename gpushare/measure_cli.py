@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from gpushare import kube_names
-from gpushare.cli_arguments import PROJECT_DIR_HELP, add_command
+from gpushare.cli_arguments import add_command, cluster_arguments, stack_arguments
 from gpushare.errors import GpushareError
 from gpushare.gpu_memory.options import add_source_arguments, source_from_args
 from gpushare.gpu_memory.peaks import PoolPeak, pool_peaks
@@ -28,7 +28,6 @@ from gpushare.gpu_memory.stack_edit import NewMeasurement, write_measurements
 from gpushare.plan import build_plan, capacity_json, capacity_table
 from gpushare.stack_config import load_stack, stack_file_name
 
-PROJECT_DIR = Path(__file__).resolve().parent.parent
 EXIT_OK, EXIT_REFUSED, EXIT_CANNOT_MEASURE = 0, 1, 2
 
 
@@ -42,12 +41,8 @@ def add_parser(sub: Any) -> None:
         "GPU held by one pod, or per-pod series. Shows the replicas the peak would give beside the current "
         "ones; --write records it in the stack file (measuredMiB, measuredAt, source) and prints the new plan.",
     )
-    p.add_argument(
-        "--stack", required=True, metavar="NAME", help="the stack: Pulumi.NAME.yaml in the project directory"
-    )
-    p.add_argument("--dir", metavar="DIR", help=PROJECT_DIR_HELP)
-    p.add_argument("--kubeconfig", metavar="PATH", help="default: $KUBECONFIG, ~/.kube/config, in-cluster")
-    p.add_argument("--context", metavar="NAME", help="a context of the kubeconfig (default: its current one)")
+    stack_arguments(p)
+    cluster_arguments(p)
     add_source_arguments(p, window=True)
     p.add_argument(
         "--write",
