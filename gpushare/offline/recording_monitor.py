@@ -60,21 +60,22 @@ class RecordingMonitor(MockMonitor):
     def _record(self, resource: RecordedResource) -> None:
         with self._lock:
             self._registrations.append(resource)
-            self._by_urn[resource.urn] = resource
-            # MockMonitor's own registry backs ExistsResource and get_registered_resources().
-            self.resources[resource.urn] = MockMonitor.ResourceRegistration(
-                resource.urn, resource.id or "", resource.outputs
-            )
+            self._index(resource)
+
+    def _index(self, resource: RecordedResource) -> None:
+        """Make `resource` findable by URN (`getResource`); the caller holds the lock."""
+        self._by_urn[resource.urn] = resource
+        # MockMonitor's own registry backs ExistsResource and get_registered_resources().
+        self.resources[resource.urn] = MockMonitor.ResourceRegistration(
+            resource.urn, resource.id or "", resource.outputs
+        )
 
     def know(self, resources: Iterable[RecordedResource]) -> None:
         """Resources the engine already holds, such as the providers of the program whose remote component
         is being constructed: `getResource` finds them, yet they are not this run's registrations."""
         with self._lock:
             for resource in resources:
-                self._by_urn[resource.urn] = resource
-                self.resources[resource.urn] = MockMonitor.ResourceRegistration(
-                    resource.urn, resource.id or "", resource.outputs
-                )
+                self._index(resource)
 
     def RegisterResource(self, request: resource_pb2.RegisterResourceRequest) -> Any:
         urn = self.make_urn(request.parent, request.type, request.name)
