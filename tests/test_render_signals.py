@@ -16,6 +16,7 @@ import sys
 import textwrap
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,16 @@ from gpushare.cli import main
 from gpushare.offline import render
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def _interrupts_as_at_a_terminal() -> Iterator[None]:
+    """SIGINT as an interactive shell leaves it. A job started in the background by a non-interactive
+    shell (`cmd &`, as CI runners and `make mutation` under nohup do) inherits SIGINT *ignored*, and
+    Python then installs no KeyboardInterrupt handler: these tests would see no interrupt at all."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
 
 
 def _leftovers(parent: Path) -> list[str]:
