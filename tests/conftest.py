@@ -16,9 +16,12 @@ from gpushare.offline.render import RenderResult, render_stack
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 FIXTURES = PROJECT_DIR / "tests" / "fixtures"
-# The pinned Helm charts beside the repo (CI and this workplace); a checkout without them skips the tests
-# that render charts (see `pinned_charts`).
-PINNED_CHARTS = PROJECT_DIR.parent / "shared" / "charts"
+# The team's reference tree (../shared, or $GPUSHARE_SHARED_DIR): the pinned Helm charts, and NVIDIA's own
+# files the parity tests compare against.
+SHARED_DIR = Path(os.environ.get("GPUSHARE_SHARED_DIR") or PROJECT_DIR.parent / "shared")
+# The pinned Helm charts in it (CI and this workplace); a checkout without them skips the tests that render
+# charts (see `pinned_charts`).
+PINNED_CHARTS = SHARED_DIR / "charts"
 # Stacks that exist only for tests: HELM_MIG is the device-plugin chart with a time-sliced H20 MIG pool
 # (pre-start script), the mode combination no repo stack uses since staging moved to the GPU Operator.
 FIXTURE_STACKS = FIXTURES / "stacks"
@@ -138,9 +141,8 @@ def fixed_today(monkeypatch: pytest.MonkeyPatch) -> Callable[[date], None]:
 
 
 # --------------------------------------------------------------------------------------------------------
-# The team's reference tree (../shared): parity tests compare against NVIDIA's own files kept there.
+# Parity tests: NVIDIA's own files in the reference tree (SHARED_DIR, above).
 
-SHARED_DIR = Path(os.environ.get("GPUSHARE_SHARED_DIR") or PROJECT_DIR.parent / "shared")
 # Set where the reference tree is absent by design (the GitHub workflow: it is not part of the repo).
 NO_SHARED_VARIABLE = "GPUSHARE_NO_SHARED"
 
