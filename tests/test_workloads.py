@@ -137,11 +137,15 @@ def _no_gpu_known(chart_version: str) -> tuple[str, str]:
     )
 
 
-def _unlabelled_at(staging: Program, chart_version: str) -> list[Res]:
+def _unlabelled_at(staging: Program, chart_version: str | None) -> list[Res]:
     resources = copy.deepcopy(staging.resources)
     for res in resources:
         res.props.get("labels", {}).pop(kube_names.LABEL_GPU_PRESENT, None)
-    next(r for r in resources if r.name == RELEASE).props["version"] = chart_version
+    release = next(r for r in resources if r.name == RELEASE)
+    if chart_version is None:
+        del release.props["version"]
+    else:
+        release.props["version"] = chart_version
     return resources
 
 
@@ -158,6 +162,11 @@ def test_the_default_affinity_starts_at_chart_0_15_0(
 ) -> None:
     assert RESTRUCTURED_IN == (0, 15, 0)
     assert schedulable(_unlabelled_at(staging, chart_version)) == expected
+
+
+def test_an_unpinned_chart_is_the_newest_so_it_has_the_default_affinity(staging: Program) -> None:
+    """No `version`: Helm installs the newest chart, which is >= 0.15 (helm-chart-pinned says so too)."""
+    assert schedulable(_unlabelled_at(staging, None)) == [_no_gpu_known("unpinned")]
 
 
 def test_chart_0_15_0_without_nfd_asks_the_pools_for_the_gpu_present_label(staging: Program) -> None:
