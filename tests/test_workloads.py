@@ -178,3 +178,21 @@ def test_chart_0_15_0_without_nfd_asks_the_pools_for_the_gpu_present_label(stagi
         for m in lacking
     )
     assert messages_of("gpu-pool-labels", _unlabelled_at(staging, "0.14.5")) == []
+
+
+# --------------------------------------------------------------------------------------------------------
+# DaemonSetPlugin.config_reference: only a ConfigMap volume holds a key the pack can look up
+
+
+def test_a_config_file_on_a_host_path_volume_names_no_config_map_key(prod: Program) -> None:
+    """The l20 DaemonSet also mounts the hostPath /var/lib/kubelet/device-plugins: a file there is the
+    node's, not a ConfigMap key, so config-key-exists has nothing to look up."""
+    on_host = _l20_plugin(prod, ["--config-file=/var/lib/kubelet/device-plugins/config.yaml"], [])
+    assert messages_of("config-key-exists", prod.but(on_host)) == []
+    # The near miss: a file under the ConfigMap's mount names a key, and this one is missing.
+    missing = _l20_plugin(prod, [f"--config-file={CONFIG_DIR}/l40s"], [])
+    assert messages_of("config-key-exists", prod.but(missing))[:1] == [
+        f"DaemonSet kube-system/nvidia-device-plugin-daemonset-l20: --config-file {CONFIG_DIR}/l40s reads key "
+        "'l40s' of ConfigMap kube-system/time-slicing-config, which has no such key (keys: any, l20, t4); the "
+        "file is missing and the plugin cannot start."
+    ]
