@@ -14,7 +14,16 @@ from typing import Any
 
 import pytest
 from conftest import HELM_MIG
-from test_policies import Program, Res, _isolated_environment, messages_of, prod, stack_messages, staging
+from test_policies import (
+    Program,
+    Res,
+    _isolated_environment,
+    messages_of,
+    prod,
+    program,
+    stack_messages,
+    staging,
+)
 
 from gpushare import kube_names
 from gpushare_policies import rules
@@ -196,3 +205,18 @@ def test_a_config_file_on_a_host_path_volume_names_no_config_map_key(prod: Progr
         "'l40s' of ConfigMap kube-system/time-slicing-config, which has no such key (keys: any, l20, t4); the "
         "file is missing and the plugin cannot start."
     ]
+
+
+# --------------------------------------------------------------------------------------------------------
+# HelmPlugin.has_default_affinity: the GPU Operator's plugin has none of the device-plugin chart's
+
+
+def test_the_operator_without_nfd_asks_no_pool_for_the_gpu_present_label() -> None:
+    """Pulumi.staging.yaml's GPU Operator with NFD off: its operands go where NFD's label says (that is
+    operator-driver-consistent's and the operator's business), never on the chart's gpu.present affinity."""
+    operator = program("staging")
+    resources = copy.deepcopy(operator.resources)
+    release = next(r for r in resources if r.name == "gpushare-gpu-operator-release")
+    release.props["values"]["nfd"] = {"enabled": False}
+    assert messages_of("gpu-pool-labels", resources) == []
+    # The near miss: the device-plugin chart 0.15.0 without NFD does ask for it (above).
