@@ -220,3 +220,24 @@ def test_the_operator_without_nfd_asks_no_pool_for_the_gpu_present_label() -> No
     release.props["values"]["nfd"] = {"enabled": False}
     assert messages_of("gpu-pool-labels", resources) == []
     # The near miss: the device-plugin chart 0.15.0 without NFD does ask for it (above).
+
+
+def test_a_config_file_mounted_by_sub_path_reads_that_key(prod: Program) -> None:
+    """One key of the ConfigMap mounted as a single file (`subPath`), as hand-written DaemonSets do."""
+
+    def sub_path_plugin(key: str) -> Res:
+        plugin = _l20_plugin(prod, ["--config-file=/etc/nvidia/device-plugin.yaml"], [])
+        container = plugin.props["spec"]["template"]["spec"]["containers"][0]
+        container["volumeMounts"][1] = {
+            "name": "time-slicing-config",
+            "mountPath": "/etc/nvidia/device-plugin.yaml",
+            "subPath": key,
+        }
+        return plugin
+
+    assert messages_of("config-key-exists", prod.but(sub_path_plugin("l20"))) == []
+    assert messages_of("config-key-exists", prod.but(sub_path_plugin("l40s")))[:1] == [
+        "DaemonSet kube-system/nvidia-device-plugin-daemonset-l20: --config-file /etc/nvidia/device-plugin.yaml "
+        "reads key 'l40s' of ConfigMap kube-system/time-slicing-config, which has no such key (keys: any, l20, "
+        "t4); the file is missing and the plugin cannot start."
+    ]
