@@ -31,3 +31,10 @@ def test_a_plugin_daemon_set_without_node_pools_is_named(prod: Program) -> None:
 def test_with_the_node_pools_there_is_nothing_left_unjudged(prod: Program) -> None:
     """The near miss: the same plugin beside its node pools."""
     assert messages_of("judged-without-stack-config", prod.resources) == []
+
+
+def test_tkes_own_daemon_set_alone_is_no_plugin_of_the_stack(prod: Program) -> None:
+    """The pack assumes TKE's DaemonSet on every cluster; a stack that holds only a config (or nothing)
+    places no plugin, so there is no placement left unjudged."""
+    assert messages_of("judged-without-stack-config", [prod.get("gpushare-config-configmap")]) == []
+    assert messages_of("judged-without-stack-config", []) == []
