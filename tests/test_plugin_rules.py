@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 
-from test_policies import Program, Res, _isolated_environment, prod, stack_messages
+from test_policies import Program, Res, _isolated_environment, prod, replicas_text, stack_messages, with_data
 
 from gpushare import kube_names
 from gpushare_policies import rules
@@ -80,3 +80,26 @@ def test_a_command_line_the_plugin_refuses_is_left_to_device_plugin_config_valid
             PLUGIN_URN,
         ),
     ]
+
+
+def test_a_plugin_after_one_with_a_refused_command_line_is_still_judged(prod: Program) -> None:
+    """Two plugin DaemonSets: another team's, whose command line the plugin refuses, listed first, then
+    gpushare's l20 plugin, whose file is now refused: each is reported, the file as its reader reads it."""
+    vendor = copy.deepcopy(prod.get(PLUGIN))
+    vendor.name = "vendor-plugin"
+    vendor.props["metadata"]["name"] = "vendor-device-plugin"
+    vendor.props["spec"]["template"]["spec"]["containers"][0]["args"] = ["--pass-device-specs=maybe"]
+    config_map = with_data(prod.get(CONFIG_MAP), "l20", replicas_text("one"))
+    refused = stack_messages(
+        rules.POLICIES_BY_NAME["device-plugin-config-valid"],  # type: ignore[arg-type]
+        [vendor, *prod.but(config_map)],
+    )
+    assert [urn.rpartition("::")[2] for _, urn in refused] == ["vendor-plugin", CONFIG_MAP]
+    assert refused[0][0] == (
+        "DaemonSet kube-system/vendor-device-plugin: device plugin 0.14.5 refuses its command line: invalid "
+        "boolean value 'maybe' for -pass-device-specs"
+    )
+    assert refused[1][0].startswith(
+        f'ConfigMap kube-system/time-slicing-config key "l20": device plugin 0.14.5 refuses it as read by '
+        f"{PLUGIN_LABEL}: "
+    )
