@@ -1,0 +1,63 @@
+"""policies/gpushare_policies/placement_rules.py: a mig-parted ConfigMap is judged against its pool's GPU
+whether the stack config or only the node pool names that GPU.
+
+The resources are the real program's for tests/fixtures/stacks/Pulumi.helm-mig.yaml (tests/test_policies.py's
+helpers): ConfigMap kube-system/gpushare-mig-parted-config-h20, labelled gpushare.io/pool=h20, and node pool
+h20 labelled gpushare.io/gpu-model=H20. NVIDIA's MIG table allows at most 7 x 1g.12gb per H20, so 8 cannot fit.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+
+from conftest import HELM_MIG
+from test_policies import Program, Res, _isolated_environment, stack_messages, staging, use_stack
+
+from gpushare import kube_names
+from gpushare_policies import rules
+
+__all__ = ["_isolated_environment", "staging", "use_stack"]  # fixtures used by name below
+
+MIG_PARTED = "gpushare-mig-parted-config-h20"
+MIG_PARTED_URN = f"urn:pulumi:{HELM_MIG}::gpushare::kubernetes:core/v1:ConfigMap::gpushare-h20-mig-mig-parted"
+EIGHT_SMALL = (
+    "version: v1\nmig-configs:\n  all-1g.12gb:\n  - devices: all\n"
+    '    mig-enabled: true\n    mig-devices:\n      "1g.12gb": 8\n'
+)
+
+
+def mig_capable(resources: list[Res]) -> list[tuple[str, str | None]]:
+    return stack_messages(rules.POLICIES_BY_NAME["mig-only-on-mig-capable-gpus"], resources)  # type: ignore[arg-type]
+
+
+def _edited(staging: Program, pool_label: str = "h20") -> list[Res]:
+    config_map = copy.deepcopy(staging.get("gpushare-h20-mig-mig-parted"))
+    config_map.props["data"]["config.yaml"] = EIGHT_SMALL
+    config_map.props["metadata"]["labels"][kube_names.LABEL_POOL] = pool_label
+    return staging.but(config_map)
+
+
+def _too_many(pool: str) -> tuple[str, str]:
+    return (
+        f'ConfigMap kube-system/{MIG_PARTED} key "config.yaml" (pool {pool}, H20): '
+        "mig-configs.all-1g.12gb[0].mig-devices: does not fit H20: 1g.12gb x8: at most 7 per GPU",
+        MIG_PARTED_URN,
+    )
+
+
+def test_a_mig_parted_layout_is_judged_on_the_node_pools_gpu_without_stack_config(staging: Program) -> None:
+    assert mig_capable(staging.resources) == []  # no PULUMI_CONFIG; the program's layout fits
+    assert mig_capable(_edited(staging)) == [_too_many("h20")]
+
+
+def test_a_mig_parted_layout_is_judged_on_the_stack_pools_gpu(
+    staging: Program, use_stack: Callable[..., None]
+) -> None:
+    use_stack(HELM_MIG)
+    assert mig_capable(_edited(staging)) == [_too_many("h20")]
+
+
+def test_a_mig_parted_config_map_for_a_pool_nobody_names_is_not_judged(staging: Program) -> None:
+    """The near miss: no stack pool and no node pool a100, so no GPU to fit the layout to."""
+    assert mig_capable(_edited(staging, pool_label="a100")) == []
