@@ -104,3 +104,31 @@ def test_a_replicaset_whose_deployment_was_not_read_is_not_judged() -> None:
     # A ReplicaSet no Deployment owns (created by hand): nothing to judge either.
     replica_set["metadata"]["ownerReferences"] = []
     assert findings(objects, pod) == [("gpu-pending-pods", "pod/nlp/nlp-infer-5f6d8b-mz2kq")]
+
+
+@pytest.mark.parametrize(
+    ("reference", "stuck"),
+    [
+        # `controller` left out (objects written by hand or by older tools): read as the owner.
+        pytest.param({"kind": "StatefulSet", "name": "asr"}, True, id="controller-unset"),
+        pytest.param(
+            {"kind": "StatefulSet", "name": "asr", "controller": False}, False, id="not-the-controller"
+        ),
+    ],
+)
+def test_an_owner_reference_counts_unless_it_says_it_is_not_the_controller(
+    reference: Obj, stuck: bool
+) -> None:
+    statefulset = {
+        "kind": "StatefulSet",
+        "metadata": {"name": "asr", "namespace": "speech"},
+        "spec": {"replicas": 2},
+        "status": {"currentRevision": "asr-6b9f", "updateRevision": "asr-7c4d", "updatedReplicas": 0},
+    }
+    pod = pending_pod("asr-1", "speech", "StatefulSet", "asr")
+    pod["metadata"]["ownerReferences"] = [reference]
+    objects = {ObjectRef("StatefulSet", "speech", "asr"): statefulset}
+    expected = [("gpu-pending-pods", "pod/speech/asr-1")]
+    if stuck:
+        expected.append(("rollout-stuck", "statefulset/speech/asr"))
+    assert findings(objects, pod) == expected
