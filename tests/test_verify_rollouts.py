@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from conftest import PROJECT_DIR
 from test_verify import NOW, SCHEDULER_MESSAGE, stamp
+from test_verify_checks import pod
 
 from gpushare.cluster_expectations import ObjectRef, expected_cluster
 from gpushare.stack_config import load_stack_file
@@ -28,26 +29,10 @@ Obj = dict[str, Any]
 
 def pending_pod(name: str, namespace: str, owner_kind: str, owner_name: str) -> Obj:
     """Pending, unbound, its PodScheduled condition carrying the scheduler's message; 5h 2m old."""
-    return {
-        "metadata": {
-            "name": name,
-            "namespace": namespace,
-            "uid": f"uid-{name}",
-            "creationTimestamp": stamp(timedelta(hours=5, minutes=2)),
-            "ownerReferences": [{"kind": owner_kind, "name": owner_name, "controller": True}],
-        },
-        "status": {
-            "phase": "Pending",
-            "conditions": [
-                {
-                    "type": "PodScheduled",
-                    "status": "False",
-                    "reason": "Unschedulable",
-                    "message": SCHEDULER_MESSAGE,
-                }
-            ],
-        },
-    }
+    waiting = pod(name, namespace=namespace, uid=f"uid-{name}", message=SCHEDULER_MESSAGE)
+    waiting["metadata"]["creationTimestamp"] = stamp(timedelta(hours=5, minutes=2))
+    waiting["metadata"]["ownerReferences"] = [{"kind": owner_kind, "name": owner_name, "controller": True}]
+    return waiting
 
 
 def findings(objects: dict[ObjectRef, Obj], pod: Obj) -> list[tuple[str, str]]:
