@@ -49,6 +49,18 @@ def _merges(size: int, aliases: int) -> str:
     )
 
 
+def _nested(size: int, aliases: int) -> str:
+    """An anchored list of `size` scalars, a list of four aliases to it anchored as `c`, then `aliases`
+    aliases to `c`: the aliases inside `c` are decoded inside an alias, and count as alias steps."""
+    return (
+        "a: &a ["
+        + ",".join(["x"] * size)
+        + "]\nc: &c [*a,*a,*a,*a]\nb: ["
+        + ",".join(["*c"] * aliases)
+        + "]\n"
+    )
+
+
 def _plainseq(size: int, aliases: int) -> str:
     """`size` scalars in one list, no alias at all."""
     return "[" + ",".join(["x"] * size) + "]\n"
@@ -63,6 +75,7 @@ SHAPES: dict[str, Callable[[int, int], str]] = {
     "seqs": _seqs,
     "maps": _maps,
     "merges": _merges,
+    "nested": _nested,
     "plainseq": _plainseq,
     "plainmap": _plainmap,
 }
@@ -73,7 +86,7 @@ SHAPES: dict[str, Callable[[int, int], str]] = {
 )
 def test_aliasing_is_refused_where_go_yaml_refused_it(case: dict[str, Any]) -> None:
     # The pairs tell apart what go-yaml counts: a mapping key is a decode step of its own (`maps`: the
-    # aliases sit in value slots, every key beside them dilutes the ratio), a merge key is not (`merges`),
+    # aliases sit in value slots, every key beside them dilutes the ratio), a merge key is not (`merges`), an alias met inside an alias is an alias step (`nested`),
     # and the document's root is not inside any alias (`plain*`: 1001 and 1500 steps without an alias
     # pass). Below go-yaml's ratio a document with more than 100 alias steps and 1000 steps is accepted.
     text = SHAPES[case["shape"]](case["size"], case.get("aliases", 0))
