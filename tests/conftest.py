@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import copy
 import os
+import signal
 from collections.abc import Callable, Iterator
 from datetime import date
 from pathlib import Path
@@ -165,3 +166,23 @@ def shared_file(relative: str) -> Path:
             pytrace=False,
         )
     pytest.skip(f"{path} is missing (the reference tree; GPUSHARE_SHARED_DIR says where it is)")
+
+
+HANG_GUARD_SECONDS = 120
+
+
+@pytest.fixture
+def hang_guard() -> Iterator[None]:
+    """A test that stops making progress fails after HANG_GUARD_SECONDS instead of holding the suite (a
+    guard against hangs, not a timing assertion)."""
+
+    def fail(signum: int, frame: object) -> None:
+        raise AssertionError(f"still running after {HANG_GUARD_SECONDS} s: a hang")
+
+    previous = signal.signal(signal.SIGALRM, fail)
+    signal.alarm(HANG_GUARD_SECONDS)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)

@@ -10,20 +10,19 @@ from __future__ import annotations
 
 import io
 import os
-import signal
 import subprocess
 import sys
 import tracemalloc
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from conftest import HANG_GUARD_SECONDS
 
 from gpushare.cli import main
 from gpushare.input_files import MAX_INPUT_BYTES
 
-HANG_GUARD_SECONDS = 120
 MEMORY_BOUND_BYTES = 64 * 1024 * 1024  # tracemalloc peak; a 1 MiB input must not cost more
 
 
@@ -75,20 +74,6 @@ COMMANDS: dict[str, list[str]] = {
 # The verdicts that are not an error. The device plugin starts with an empty config file (recorded
 # upstream: defaults, no sharing), so `validate device-plugin-config` calls it valid, with a warning.
 EXIT_ZERO = {("validate-device-plugin-0.14.5", "empty"), ("validate-device-plugin-0.20.0", "empty")}
-
-
-@pytest.fixture
-def hang_guard() -> Iterator[None]:
-    def fail(signum: int, frame: object) -> None:
-        raise AssertionError(f"still running after {HANG_GUARD_SECONDS} s: a hang")
-
-    previous = signal.signal(signal.SIGALRM, fail)
-    signal.alarm(HANG_GUARD_SECONDS)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
