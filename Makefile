@@ -24,7 +24,7 @@ test: $(VENV)/.installed lint typecheck unit
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/shellcheck gpushare/node_files/*.sh tests/fixtures/fake_node/* .ci/run .ci/dist-check
+	$(VENV)/bin/shellcheck gpushare/mig/node_files/*.sh tests/fixtures/fake_node/* .ci/run .ci/dist-check
 	$(VENV)/bin/actionlint .github/workflows/*.yml
 
 typecheck: $(VENV)/.installed

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 import pulumi
 import tencentcloud_iac_pulumi as tencentcloud
 
-from gpushare import kube_names, tke_limits
+from gpushare import kube_names
+from gpushare.stack import tke_limits
 from gpushare.stack_config import Cluster, Mig, Pool, SoftwareVersion
 
 # What replaces a pool's nodes. The provider updates `pre_start_user_script` and labels in place, so

@@ -26,19 +26,11 @@ from pydantic import (
     model_validator,
 )
 
-from gpushare import (
-    catalog,
-    gpu_driver,
-    input_files,
-    kube_names,
-    kube_syntax,
-    plugin_tolerations,
-    tke_limits,
-    yaml_bounds,
-)
+from gpushare import catalog, gpu_driver, input_files, kube_names, plugin_tolerations, yaml_bounds
 from gpushare.errors import ConfigError, GpushareError, UnreadableConfigError
-from gpushare.mig_geometry import fit_layout
-from gpushare.stack_yaml import load_cli_yaml
+from gpushare.mig.geometry import fit_layout
+from gpushare.stack import kube_syntax, tke_limits
+from gpushare.stack.yaml import load_cli_yaml
 from gpushare.suggest import did_you_mean
 from gpushare.tuning import DEFAULT_CEILING, measurement_problem
 
@@ -1010,7 +1002,7 @@ def _credential_problems(values: Mapping[str, Any], secrets: set[str], source: s
     return problems
 
 
-# What `advise --stack-snippet` writes where only the user knows the value (gpushare.pool_snippet).
+# What `advise --stack-snippet` writes where only the user knows the value (gpushare.advise.pool_snippet).
 PLACEHOLDER_PREFIX = "FILL-IN"
 
 

@@ -17,7 +17,7 @@ import pytest
 import yaml
 from conftest import PROJECT_DIR
 
-from gpushare.cli import main
+from gpushare.cli.main import main
 from gpushare.errors import ConfigError
 from gpushare.offline import policy_driver
 from gpushare.offline.check import check_stack

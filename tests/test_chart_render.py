@@ -19,7 +19,7 @@ import pytest
 import yaml
 from conftest import PROJECT_DIR, STACKS, device_plugin_mode, pinned_charts
 
-from gpushare import cli
+from gpushare.cli import main as cli
 from gpushare.offline.chart_render import (
     CHART_RENDERED_MARK,
     ChartObject,

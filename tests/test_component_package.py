@@ -18,7 +18,7 @@ import yaml
 from conftest import PROJECT_DIR, STACKS
 from pulumi.runtime.proto import errors_pb2, status_pb2
 
-from gpushare import stack_config, tke_limits
+from gpushare import stack_config
 from gpushare.errors import ConfigError
 from gpushare.offline import wire
 from gpushare.offline.component_host import ComponentProvider, serve_monitor, start_component_provider
@@ -29,6 +29,7 @@ from gpushare.offline.recorded import ProgramRun, RecordedResource, is_unknown
 from gpushare.offline.recording_monitor import RecordingMonitor
 from gpushare.offline.stack_files import load_stack_config
 from gpushare.offline.wire_codec import decode_struct
+from gpushare.stack import tke_limits
 
 # Starts the component package's provider host as a process: make test-e2e, which CI runs after make test.
 pytestmark = pytest.mark.e2e

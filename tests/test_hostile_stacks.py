@@ -2,7 +2,7 @@
 nothing written.
 
 Every case is a stack file a new user or an adversary could write. Each runs through the CLI's own
-entry point (`gpushare.cli.main`) as every command; a few run as real subprocesses. The expected
+entry point (`gpushare.cli.main.main`) as every command; a few run as real subprocesses. The expected
 first line is written down here, not taken from the code: it names the file, the exact key path (as
 `pulumi config set --path` writes it) and what is wrong.
 """
@@ -25,7 +25,7 @@ import pytest
 import yaml
 
 from gpushare import stack_config
-from gpushare.cli import main
+from gpushare.cli.main import main
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 PROD = yaml.safe_load((PROJECT_DIR / "Pulumi.prod.yaml").read_text())

@@ -18,10 +18,10 @@ import pytest
 from conftest import PROJECT_DIR
 
 from gpushare import catalog
+from gpushare.advise.layout_options import LayoutOption, advise, better_layout, layout_option, mig_layouts
 from gpushare.catalog import GpuModel
-from gpushare.cli import main
+from gpushare.cli.main import main
 from gpushare.errors import GpushareError
-from gpushare.layout_options import LayoutOption, advise, better_layout, layout_option, mig_layouts
 from gpushare.stack_config import Mig, load_stack_file
 
 H20 = catalog.gpu("H20")

@@ -24,7 +24,7 @@ from fake_apiserver import FakeApiServer
 from gpu_pages import L20_NODE, T4_NODE, exporter_objects, gpu_pod, seed_gpus
 from test_memory_budget import PROMETHEUS_PATH, prometheus_series
 
-from gpushare import cli
+from gpushare.cli import main as cli
 
 Obj = dict[str, Any]
 TODAY = datetime.now(UTC).date().isoformat()

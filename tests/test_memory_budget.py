@@ -32,8 +32,8 @@ from gpu_pages import (
 from prometheus_client.parser import text_string_to_metric_families
 from test_verify import prod_cluster, rendered
 
-from gpushare import cli
-from gpushare.gpu_memory import live
+from gpushare.cli import main as cli
+from gpushare.verify import memory_live as live
 
 Obj = dict[str, Any]
 PROMETHEUS_PATH = "/api/v1/namespaces/monitoring/services/prometheus-k8s:9090/proxy"
@@ -452,7 +452,7 @@ def test_prometheus_that_is_not_there(server: FakeApiServer, kubeconfig: Path, p
 
 
 def test_prometheus_answering_a_matrix_is_refused(server: FakeApiServer, kubeconfig: Path) -> None:
-    from gpushare.gpu_memory.series import PageError, vector_samples
+    from gpushare.verify.memory_series import PageError, vector_samples
 
     with pytest.raises(PageError, match="resultType 'matrix', not a vector"):
         vector_samples({"status": "success", "data": {"resultType": "matrix", "result": []}}, "gpu_mem_usage")

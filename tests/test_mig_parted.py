@@ -14,7 +14,7 @@ from conftest import shared_file
 
 from gpushare.catalog import gpu
 from gpushare.errors import GpushareError
-from gpushare.mig_parted import (
+from gpushare.mig.parted import (
     MigConfigEntry,
     MigPartedConfig,
     MigPartedConfigError,

@@ -32,7 +32,7 @@ from conftest import FIXTURES, PROJECT_DIR
 from test_policies import Res, all_messages, engine_value, mandatory, messages_of
 
 from gpushare import catalog, kube_names
-from gpushare.cli import main
+from gpushare.cli.main import main
 from gpushare.errors import ConfigError
 from gpushare.offline.recorded import RecordedResource
 from gpushare.offline.render import RenderError, StackRun, render_files, run_stack

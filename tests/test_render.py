@@ -17,7 +17,7 @@ import pytest
 import yaml
 from conftest import HELM_MIG, PROJECT_DIR, STACKS, stack_file
 
-from gpushare import cli
+from gpushare.cli import main as cli
 from gpushare.errors import ConfigError
 from gpushare.offline.manifests import (
     ManifestSchemaError,

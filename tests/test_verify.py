@@ -25,13 +25,14 @@ from conftest import PROJECT_DIR
 from fake_apiserver import FakeApiServer, label_selector_matches
 from gpu_pages import exporter_objects, mig_gpus, seed_gpus
 
-from gpushare import cli, kube_names
-from gpushare.cluster_expectations import ObjectRef, PluginWorkload, expected_cluster
+from gpushare import kube_names
+from gpushare.cli import main as cli
 from gpushare.offline.manifests import extract_helm_releases, extract_manifests
 from gpushare.offline.render import NODE_POOL_TYPE, run_stack
 from gpushare.plugin_configs import config_checksum
 from gpushare.stack_config import from_config_values, load_stack_file
-from gpushare.verify_checks import ClusterSnapshot, age, run_checks
+from gpushare.verify.checks import ClusterSnapshot, age, run_checks
+from gpushare.verify.expectations import ObjectRef, PluginWorkload, expected_cluster
 
 Obj = dict[str, Any]
 NOW = datetime.now(UTC)

@@ -21,7 +21,8 @@ import test_verify
 from fake_apiserver import FakeApiServer, Reply
 from test_verify import PROJECT_DIR, Obj, checks
 
-from gpushare import cli, cluster_reader
+from gpushare.cli import main as cli
+from gpushare.verify import reader as cluster_reader
 
 FORBIDDEN_BUT_NODES = tuple(
     (plural, None)

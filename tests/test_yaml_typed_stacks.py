@@ -22,7 +22,7 @@ import yaml
 from conftest import FIXTURE_STACKS, PROJECT_DIR
 
 from gpushare import kube_names, stack_config
-from gpushare.cli import main
+from gpushare.cli.main import main
 from gpushare.errors import ConfigError
 from gpushare.offline.recorded import ProgramRun
 from gpushare.offline.render import run_stack

@@ -32,7 +32,7 @@ Modules, each importing only those above it:
 - `flags`: the flag table, CLI/env overrides and their merge with the file, `validateFlags`;
 - `decode`: `parse` (file -> model, then flags), value rules for names and devices;
 - `rendering`: `render` (model -> file), `validate_config` and the builders the program uses.
-The `validate` command's file handling lives in `gpushare.validate_cli`. This package re-exports the public
+The `validate` command's file handling lives in `gpushare.cli.validate`. This package re-exports the public
 names of those modules so callers can write `from gpushare import device_plugin`.
 """
 

@@ -140,7 +140,7 @@ class ChartSources:
 
     @classmethod
     def from_arguments(cls, args: argparse.Namespace) -> ChartSources:
-        """From the `--chart-dir` and `--no-download` options of `render` and `check` (`gpushare.cli`)."""
+        """From the `--chart-dir` and `--no-download` options of `render` and `check` (`gpushare.cli.arguments.chart_arguments`)."""
         return cls.from_environment(args.chart_dir or (), download=not args.no_download)
 
     def cache_entry(self, request: ChartRequest) -> Path | None:

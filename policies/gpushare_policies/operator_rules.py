@@ -21,9 +21,10 @@ from typing import Final
 
 from pulumi_policy import ReportViolation, StackValidationArgs, StackValidationPolicy
 
-from gpushare import kube_names, mig_parted
+from gpushare import kube_names
 from gpushare.errors import GpushareError
-from gpushare.mig_parted import MigPartedConfig
+from gpushare.mig import parted as mig_parted
+from gpushare.mig.parted import MigPartedConfig
 from gpushare.stack_config import MIG_CONFIG_ALL_DISABLED
 from gpushare_policies.config_files import ConfigSource
 from gpushare_policies.props import UNKNOWN, boolean, dig, mapping, string_map, text

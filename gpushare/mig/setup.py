@@ -17,10 +17,10 @@ import shlex
 from collections.abc import Mapping
 from importlib import resources
 
-from gpushare import mig_parted
 from gpushare.catalog import GpuModel
-from gpushare.mig_geometry import creation_orders
-from gpushare.mig_parted import MigConfigEntry, MigPartedConfig
+from gpushare.mig import parted as mig_parted
+from gpushare.mig.geometry import creation_orders
+from gpushare.mig.parted import MigConfigEntry, MigPartedConfig
 
 UNIT_NAME = "gpushare-mig.service"
 SETUP_SCRIPT_PATH = "/usr/local/sbin/gpushare-mig-setup"
@@ -36,7 +36,7 @@ _EMBEDDED = re.compile(
 
 
 def _node_file(name: str) -> str:
-    return (resources.files("gpushare") / "node_files" / name).read_text(encoding="utf-8")
+    return (resources.files("gpushare.mig") / "node_files" / name).read_text(encoding="utf-8")
 
 
 def mig_env(gpu: GpuModel, layout: Mapping[str, int], config_name: str) -> str:

@@ -3,7 +3,7 @@
 Parsing follows mig-parted's `api/spec/v1/spec.go` and go-nvlib's profile grammar as summarised in
 shared/reference/nvidia-device-plugin-and-mig.md section D, so that "valid" here means mig-parted would
 load the file. Like mig-parted, parsing does NOT check that the instances fit a GPU; `check_fits` does
-that for one GPU model, using `gpushare.mig_geometry`.
+that for one GPU model, using `gpushare.mig.geometry`.
 
 mig-parted reads YAML through sigs.k8s.io/yaml (YAML -> JSON -> Go structs). Where that conversion makes
 odd input acceptable (`mig-enabled: null` is false, a count written `2.0` is 2) we accept it too;
@@ -26,7 +26,7 @@ from gpushare.catalog import GpuModel
 from gpushare.config_manifests import validate_files
 from gpushare.errors import GpushareError
 from gpushare.input_files import decode_text
-from gpushare.mig_geometry import MigLayoutError, fit_layout
+from gpushare.mig.geometry import MigLayoutError, fit_layout
 from gpushare.yaml_bounds import AliasRecordingComposer, YamlBoundError, load_first_document
 
 VERSION: Literal["v1"] = "v1"

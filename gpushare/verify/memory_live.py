@@ -23,12 +23,12 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
-from gpushare.cluster_expectations import ClusterExpectation
-from gpushare.gpu_memory.budget import budget_findings, shared_pool_nodes
-from gpushare.gpu_memory.exporters import ExporterPod, exporter_pod
-from gpushare.gpu_memory.observation import GpuPods, LiveMemory, MemoryObservation
-from gpushare.gpu_memory.options import MemorySource
-from gpushare.gpu_memory.series import (
+from gpushare.verify.checks import Finding
+from gpushare.verify.expectations import ClusterExpectation
+from gpushare.verify.memory_budget import budget_findings, shared_pool_nodes
+from gpushare.verify.memory_exporters import ExporterPod, exporter_pod
+from gpushare.verify.memory_observation import GpuPods, LiveMemory, MemoryObservation
+from gpushare.verify.memory_series import (
     MIB,
     USED_METRICS,
     PageError,
@@ -39,7 +39,7 @@ from gpushare.gpu_memory.series import (
     readings,
     vector_samples,
 )
-from gpushare.verify_checks import Finding
+from gpushare.verify.memory_source import MemorySource
 
 # (connect, read) seconds for one request, and for all GPU memory reads of one run together.
 REQUEST_TIMEOUT = (5, 15)

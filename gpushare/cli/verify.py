@@ -14,14 +14,21 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from gpushare import kube_names
-from gpushare.cluster_expectations import expected_cluster
+from gpushare.cli.arguments import (
+    add_command,
+    add_source_arguments,
+    cluster_arguments,
+    source_from_args,
+    stack_arguments,
+)
 from gpushare.errors import ConfigError, GpushareError
-from gpushare.gpu_memory.options import source_from_args
 from gpushare.stack_config import load_stack
-from gpushare.verify_checks import VerifyReport, run_checks
+
+if TYPE_CHECKING:
+    from gpushare.verify.checks import VerifyReport
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1
@@ -92,12 +99,16 @@ def cmd_verify(args: argparse.Namespace, out: TextIO) -> int:
     if problem:
         sys.stderr.write(f"verify: cannot check: {problem}\n")
         return EXIT_CANNOT_CHECK
+    # The verify wing (and the Kubernetes client under it) is imported only here: every other command
+    # runs without it.
+    from gpushare.verify.checks import run_checks
+    from gpushare.verify.expectations import expected_cluster
+
     try:
         memory_source = source_from_args(args)
         expected = expected_cluster(stack)
-        # The client is imported only here: every other command runs without it.
-        from gpushare.cluster_reader import api_client, read_snapshot
-        from gpushare.gpu_memory.live import memory_findings
+        from gpushare.verify.memory_live import memory_findings
+        from gpushare.verify.reader import api_client, read_snapshot
 
         api = api_client(args.kubeconfig, args.context)
         with api:
@@ -121,3 +132,19 @@ def cmd_verify(args: argparse.Namespace, out: TextIO) -> int:
         return EXIT_CANNOT_CHECK
     # A partial check is never "conforms": what could not be read is a finding to fix (the permission).
     return EXIT_OK if report.ok else EXIT_FINDINGS
+
+
+def add_parser(sub: Any) -> None:
+    p = add_command(
+        sub,
+        "verify",
+        "check the live cluster against the stack (read-only)",
+        "Read the cluster (GET and LIST only) and compare what the nodes advertise and the plugins run with "
+        "the stack's plan: slots, labels, config digests, crash loops, TKE's plugin, GPU-Pending pods, stuck "
+        "rollouts, MIG state.",
+    )
+    stack_arguments(p)
+    cluster_arguments(p)
+    p.add_argument("--json", action="store_true", help="the report as JSON: ok, findings, pools")
+    add_source_arguments(p)
+    p.set_defaults(run=cmd_verify)

@@ -20,13 +20,18 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from gpushare import kube_names
-from gpushare.cli_arguments import add_command, cluster_arguments, stack_arguments
+from gpushare.cli.arguments import (
+    add_command,
+    add_source_arguments,
+    cluster_arguments,
+    source_from_args,
+    stack_arguments,
+)
 from gpushare.errors import GpushareError
-from gpushare.gpu_memory.options import add_source_arguments, source_from_args
-from gpushare.gpu_memory.peaks import PoolPeak, pool_peaks
-from gpushare.gpu_memory.stack_edit import NewMeasurement, write_measurements
 from gpushare.plan import build_plan, capacity_json, capacity_table
+from gpushare.stack.edit import NewMeasurement, write_measurements
 from gpushare.stack_config import load_stack, stack_file_name
+from gpushare.verify.memory_peaks import PoolPeak, pool_peaks
 
 EXIT_OK, EXIT_REFUSED, EXIT_CANNOT_MEASURE = 0, 1, 2
 
@@ -86,7 +91,7 @@ def _nodes(api: Any) -> list[dict[str, Any]]:
     from kubernetes import client
     from kubernetes.client.exceptions import ApiException
 
-    from gpushare.cluster_reader import BoundedGet, ClusterUnavailable, MalformedAnswer
+    from gpushare.verify.reader import BoundedGet, ClusterUnavailable, MalformedAnswer
 
     server = api.configuration.host
     try:
@@ -120,8 +125,8 @@ def cmd_measure(args: argparse.Namespace, out: TextIO) -> int:
         sys.stderr.write(f"measure: {err}\n")
         return EXIT_CANNOT_MEASURE
     plan = build_plan(stack)
-    from gpushare.cluster_reader import api_client
-    from gpushare.gpu_memory.live import read_gpu_memory
+    from gpushare.verify.memory_live import read_gpu_memory
+    from gpushare.verify.reader import api_client
 
     try:
         api = api_client(args.kubeconfig, args.context)

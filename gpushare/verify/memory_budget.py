@@ -18,12 +18,12 @@ from fractions import Fraction
 from typing import Any
 
 from gpushare import kube_names
-from gpushare.cluster_expectations import ClusterExpectation, PoolExpectation
-from gpushare.gpu_memory.observation import MemoryObservation
-from gpushare.gpu_memory.series import Readings, Unit
 from gpushare.plan import SharedResource
 from gpushare.tuning import MIN_PLAUSIBLE_PROCESS_MIB, max_replicas
-from gpushare.verify_checks import Finding
+from gpushare.verify.checks import Finding
+from gpushare.verify.expectations import ClusterExpectation, PoolExpectation
+from gpushare.verify.memory_observation import MemoryObservation
+from gpushare.verify.memory_series import Readings, Unit
 
 MEMORY_BUDGET = "memory-budget"
 

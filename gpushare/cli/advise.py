@@ -1,6 +1,6 @@
 """`python -m gpushare advise`: the layout table, its JSON, a pool snippet, and the fleet plan.
 
-The numbers come from `gpushare.layout_options` and `gpushare.fleet`; this module only parses arguments
+The numbers come from `gpushare.advise.layout_options` and `gpushare.advise.fleet`; this module only parses arguments
 and prints.
 """
 
@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from gpushare import catalog
-from gpushare.cli_arguments import add_command, gpu_model, positive_mib, utilization_ceiling
+from gpushare.advise.fleet import ServicePlan, load_fleet, plan_fleet
+from gpushare.advise.layout_options import AdviceReport, LayoutOption, advise
+from gpushare.advise.pool_snippet import PoolSnippet, render_pools
+from gpushare.cli.arguments import add_command, gpu_model, positive_mib, utilization_ceiling
 from gpushare.errors import GpushareError
-from gpushare.fleet import ServicePlan, load_fleet, plan_fleet
-from gpushare.layout_options import AdviceReport, LayoutOption, advise
-from gpushare.pool_snippet import PoolSnippet, render_pools
 from gpushare.tuning import DEFAULT_CEILING
 
 

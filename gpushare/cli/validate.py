@@ -1,21 +1,28 @@
-"""`gpushare validate device-plugin-config FILE...`: reads each file (bytes as go-yaml decodes them, or a
-Kubernetes manifest's ConfigMaps, each data value judged as a config file: `gpushare.config_manifests`)
-and prints one verdict per file or data key; the verdicts themselves come from
-`gpushare.device_plugin.decode.parse`, after refusing files that are no device-plugin config at all.
+"""`python -m gpushare validate device-plugin-config|mig-config FILE...`: one verdict per file or data key.
+
+`device-plugin-config` reads each file (bytes as go-yaml decodes them, or a Kubernetes manifest's
+ConfigMaps, each data value judged as a config file: `gpushare.config_manifests`) and prints one verdict
+per file or data key; the verdicts themselves come from `gpushare.device_plugin.decode.parse`, after
+refusing files that are no device-plugin config at all. `mig-config` is `gpushare.mig.parted`'s.
 """
 
 from __future__ import annotations
 
+import argparse
+import sys
 from collections.abc import Mapping, Sequence
-from typing import TextIO
+from typing import Any, TextIO
 
 import yaml
 
+from gpushare import device_plugin
+from gpushare.cli.arguments import add_command, gpu_model
 from gpushare.config_manifests import validate_files
 from gpushare.device_plugin.decode import parse
 from gpushare.device_plugin.go_compat import go_fold
 from gpushare.device_plugin.model import MPS_ERA, PLUGIN_VERSIONS, DevicePluginConfigError, version_at_least
 from gpushare.errors import GpushareError
+from gpushare.mig import parted as mig_parted
 from gpushare.yaml_bounds import AliasRecordingComposer, YamlBoundError, YamlTooDeepError, load_first_document
 
 
@@ -109,3 +116,53 @@ def run_validate_cli(
         return _validate_text(text, where, plugin_version, overrides, out, err)
 
     return validate_files(paths, "device-plugin config", _decode_file_bytes, judge, out, err)
+
+
+def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
+    if args.kind == "device-plugin-config":
+        return run_validate_cli(args.files, args.plugin_version, out, sys.stderr, mps_root=args.mps_root)
+    return mig_parted.run_validate_cli(args.files, args.gpu, out, sys.stderr)
+
+
+def add_parser(sub: Any) -> None:
+    p = add_command(
+        sub,
+        "validate",
+        "validate device-plugin or mig-parted config files",
+        "Judge config files as NVIDIA's programs read them: plain files, ConfigMap manifests (each data key "
+        "a config file) and `kubectl get -o yaml` Lists. A file that is not a config of that kind (Helm "
+        "values, a Deployment) is invalid.",
+    )
+    kinds = p.add_subparsers(
+        dest="kind", required=True, metavar="KIND", help="which kind of config the files hold"
+    )
+    k = add_command(
+        kinds,
+        "device-plugin-config",
+        "NVIDIA k8s-device-plugin config files",
+        "One verdict per file or ConfigMap data key: `valid` exactly when the plugin version would start "
+        "with the file; warnings for what it accepts but ignores.",
+    )
+    k.add_argument("files", nargs="+", metavar="FILE", help="config files or manifests holding ConfigMaps")
+    k.add_argument(
+        "--plugin-version",
+        choices=device_plugin.PLUGIN_VERSIONS,
+        default="0.14.5",
+        help="the plugin release to judge as (default: 0.14.5, TKE's)",
+    )
+    k.add_argument(
+        "--mps-root",
+        metavar="PATH",
+        help=f"MPS_ROOT as NVIDIA's charts set it (their default: {device_plugin.CHART_MPS_ROOT})",
+    )
+    k.set_defaults(run=cmd_validate)
+    k = add_command(
+        kinds,
+        "mig-config",
+        "NVIDIA mig-parted config files",
+        "One verdict per file or ConfigMap data key: `valid` when `nvidia-mig-parted assert --valid-config` "
+        "would accept it (and every layout fits --gpu when given).",
+    )
+    k.add_argument("files", nargs="+", metavar="FILE", help="config files or manifests holding ConfigMaps")
+    k.add_argument("--gpu", type=gpu_model, help="every mig-devices entry must also fit this GPU model")
+    k.set_defaults(run=cmd_validate)

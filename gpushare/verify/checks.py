@@ -14,7 +14,8 @@ from typing import Any, Literal
 from kubernetes.utils.quantity import parse_quantity
 
 from gpushare import kube_names, plugin_pod
-from gpushare.cluster_expectations import (
+from gpushare.plugin_configs import config_checksum
+from gpushare.verify.expectations import (
     FALLBACK_KEY,
     HELM_CHECKSUM_ANNOTATION,
     MIG_RESOURCE_PREFIX,
@@ -23,7 +24,6 @@ from gpushare.cluster_expectations import (
     PluginWorkload,
     PoolExpectation,
 )
-from gpushare.plugin_configs import config_checksum
 
 K8sObject = dict[str, Any]
 Severity = Literal["error", "warning"]

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
-from gpushare.kube_syntax import anchored
+from gpushare.stack.kube_syntax import anchored
 
 NODE_POOL_NAME_PREFIX: Final = "gpushare-"
 NODE_POOL_NAME_MAX: Final = 25

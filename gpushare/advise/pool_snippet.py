@@ -14,8 +14,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from gpushare import catalog
+from gpushare.advise.layout_options import LayoutOption
 from gpushare.errors import GpushareError
-from gpushare.layout_options import LayoutOption
 from gpushare.stack_config import PLACEHOLDER_PREFIX, Pool
 
 # Written where only the user knows the value: the stack model accepts the entry (so what is printed is

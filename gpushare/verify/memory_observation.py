@@ -9,7 +9,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from gpushare.gpu_memory.series import Readings
+from gpushare.verify.memory_series import Readings
 
 
 @dataclass(frozen=True)

@@ -32,11 +32,11 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from gpushare import catalog
+from gpushare.advise.layout_options import LayoutOption, advise
+from gpushare.advise.pool_snippet import PoolSnippet
 from gpushare.catalog import GpuModel
 from gpushare.errors import ConfigError, GpushareError, UnreadableConfigError
 from gpushare.input_files import InputFileError, read_text
-from gpushare.layout_options import LayoutOption, advise
-from gpushare.pool_snippet import PoolSnippet
 from gpushare.stack_config import Measurement, errors_below, validation_message
 from gpushare.suggest import did_you_mean
 from gpushare.tuning import DEFAULT_CEILING

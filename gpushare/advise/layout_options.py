@@ -4,7 +4,7 @@ An option is the whole GPU (time-sliced, or exclusive) or a MIG layout (a multis
 profiles) whose instances are each time-sliced by the one tuning rule (`gpushare.tuning.tune`): an
 instance holds `floor(ceiling x instance memory / measured)` slots when that is >= 2, else 1 when the
 process fits, else none. The MIG layouts are every multiset of the catalog's profiles that
-`gpushare.mig_geometry.fit_layout` can place, not only NVIDIA's named `all-*` configs.
+`gpushare.mig.geometry.fit_layout` can place, not only NVIDIA's named `all-*` configs.
 
 A layout with an instance too small for the process is not an option (that instance would serve
 nothing); `AdviceReport.idle_layouts` counts them. Isolation domains are the MIG instances (1 for the
@@ -21,7 +21,7 @@ from typing import Literal
 
 from gpushare.catalog import GpuModel, MigProfile
 from gpushare.errors import GpushareError
-from gpushare.mig_geometry import MigLayoutError, fit_layout
+from gpushare.mig.geometry import MigLayoutError, fit_layout
 from gpushare.tuning import DEFAULT_CEILING, Tuning, check_ceiling, check_measured, tune
 
 OptionMode = Literal["time-slicing", "exclusive", "mig"]

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpushare.errors import GpushareError
-from gpushare.gpu_memory.series import DCGM, NVIDIA_SMI, TKE
+from gpushare.verify.memory_series import DCGM, NVIDIA_SMI, TKE
 
 NAMED = "named exporter"
 TKE_NAMESPACE = "kube-system"

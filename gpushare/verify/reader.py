@@ -26,10 +26,9 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
-from gpushare.cluster_expectations import ClusterExpectation, ObjectRef
 from gpushare.errors import GpushareError
 from gpushare.input_files import InputFileError, read_text, size_text
-from gpushare.verify_checks import (
+from gpushare.verify.checks import (
     GPU_PENDING_PODS,
     MANAGED_PLUGIN_DRIFT,
     PLUGIN_CONFIG_CURRENT,
@@ -40,6 +39,7 @@ from gpushare.verify_checks import (
     K8sObject,
     gpu_pending_pods,
 )
+from gpushare.verify.expectations import ClusterExpectation, ObjectRef
 from gpushare.yaml_bounds import YamlBoundError, YamlTooDeepError, check_flow_depth
 
 # Every request ends: connect within CONNECT_SECONDS, each read from the socket within READ_SECONDS, the

@@ -9,6 +9,9 @@ from typing import Any
 
 from gpushare import catalog
 from gpushare.errors import EXIT_CODES_HELP, GpushareError
+from gpushare.verify.memory_exporters import parse_named
+from gpushare.verify.memory_series import DEFAULT_TKE_GPU_LABEL
+from gpushare.verify.memory_source import MemorySource
 
 
 def gpu_model(value: str) -> str:
@@ -76,3 +79,57 @@ def add_command(sub: Any, name: str, summary: str, description: str) -> argparse
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     return parser
+
+
+def chart_arguments(parser: argparse.ArgumentParser) -> None:
+    """Where render and check find the Helm charts of the stack's releases (gpushare/offline/chart_sources.py)."""
+    parser.add_argument(
+        "--chart-dir",
+        action="append",
+        metavar="DIR",
+        help="pinned Helm charts, searched first: a chart directory or a directory of them (repeatable; "
+        "then $GPUSHARE_CHART_DIRS, then the cache $XDG_CACHE_HOME/gpushare/charts, then the repository)",
+    )
+    parser.add_argument(
+        "--no-download",
+        action="store_true",
+        help="never fetch a chart from its repository (also GPUSHARE_CHART_DOWNLOAD=0)",
+    )
+
+
+def add_source_arguments(parser: argparse.ArgumentParser, *, window: bool = False) -> None:
+    parser.add_argument(
+        "--prometheus",
+        metavar="URL",
+        help="read GPU memory from this Prometheus HTTP API instead of the exporter pods (e.g. through the "
+        "API server: https://API/api/v1/namespaces/monitoring/services/prometheus-k8s:9090/proxy)",
+    )
+    parser.add_argument(
+        "--exporter",
+        action="append",
+        metavar="NAMESPACE/NAME[:PORT]",
+        help="a GPU memory exporter DaemonSet (or pod) to scrape besides the well-known ones (repeatable)",
+    )
+    parser.add_argument(
+        "--tke-gpu-label",
+        default=DEFAULT_TKE_GPU_LABEL,
+        metavar="LABEL",
+        help="the label telling GPUs apart on TKE's nvidia-gpu-exporter page (UNVERIFIED: its labels are "
+        f"not documented; default {DEFAULT_TKE_GPU_LABEL})",
+    )
+    if window:
+        parser.add_argument(
+            "--window",
+            metavar="DURATION",
+            help="with --prometheus: the peak over this window (a Prometheus duration such as 7d)",
+        )
+
+
+def source_from_args(args: argparse.Namespace) -> MemorySource:
+    """The `MemorySource` the options name; `GpushareError` for a malformed one."""
+    return MemorySource(
+        prometheus=args.prometheus,
+        named=tuple(parse_named(value) for value in args.exporter or ()),
+        tke_gpu_label=args.tke_gpu_label,
+        window=getattr(args, "window", None),
+    )
