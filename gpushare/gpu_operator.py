@@ -35,7 +35,8 @@ from gpushare import kube_names
 from gpushare.mig import setup as mig_setup
 from gpushare.plan import FALLBACK_KEY, SharingPlan
 from gpushare.plugin_configs import PluginConfigEntry
-from gpushare.stack_config import MIG_CONFIG_ALL_DISABLED, GpuOperator, Mig, pool_mig_strategy
+from gpushare.stack.model import Mig, pool_mig_strategy
+from gpushare.stack.plugin_settings import MIG_CONFIG_ALL_DISABLED, GpuOperator
 
 CHART: Final = "gpu-operator"
 RELEASE_NAME: Final = "gpu-operator"

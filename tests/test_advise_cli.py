@@ -23,7 +23,7 @@ from gpushare.offline import policy_driver
 from gpushare.offline.check import check_stack
 from gpushare.offline.render import render_stack
 from gpushare.resource_types import NODE_POOL
-from gpushare.stack_config import load_stack_file
+from gpushare.stack.loading import load_stack_file
 
 FLEET = PROJECT_DIR / "examples" / "fleet.yaml"
 

@@ -20,7 +20,7 @@ from gpushare.advise import fleet
 from gpushare.advise.fleet import Candidate, load_fleet, parse_fleet, plan_fleet
 from gpushare.cli.main import main
 from gpushare.errors import ConfigError, GpushareError
-from gpushare.stack_config import Mig, Pool, TimeSlicing
+from gpushare.stack.model import Mig, Pool, TimeSlicing
 
 
 def write(tmp_path: Path, text: str, name: str = "fleet.yaml") -> Path:

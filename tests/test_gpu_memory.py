@@ -16,7 +16,7 @@ from gpu_pages import L20_NODE, L20_UUID, Gpu, dcgm_page, exporter_pod, mig_gpus
 from gpushare import kube_names
 from gpushare.errors import GpushareError
 from gpushare.stack.edit import NewMeasurement, edit_measurements, write_measurements
-from gpushare.stack_config import load_stack_file
+from gpushare.stack.loading import load_stack_file
 from gpushare.verify.expectations import expected_cluster
 from gpushare.verify.memory_budget import budget_findings, replicas_for
 from gpushare.verify.memory_exporters import NamedExporter, parse_named

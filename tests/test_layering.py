@@ -113,4 +113,4 @@ def test_the_checks_see_an_upward_import_and_one_by_name(tmp_path: Path) -> None
     assert layer_of(next(n for n in referenced_modules(by_import) if n.startswith("gpushare.cli"))) == "cli"
     assert "gpushare.offline.render" in referenced_modules(by_name)
     assert layer_of("gpushare.verify.checks") == "gpushare.verify"
-    assert layer_of("gpushare.stack_config") == layer_of("gpushare.mig.setup") == "domain"
+    assert layer_of("gpushare.stack.model") == layer_of("gpushare.mig.setup") == "domain"

@@ -22,7 +22,8 @@ from gpushare.advise.layout_options import LayoutOption, advise, better_layout, 
 from gpushare.catalog import GpuModel
 from gpushare.cli.main import main
 from gpushare.errors import GpushareError
-from gpushare.stack_config import Mig, load_stack_file
+from gpushare.stack.loading import load_stack_file
+from gpushare.stack.model import Mig
 
 H20 = catalog.gpu("H20")
 SEED_MIB = 4621  # the seed's NLP process (nvidia-smi on the L20)

@@ -37,7 +37,8 @@ from gpushare.errors import ConfigError
 from gpushare.offline.recorded import RecordedResource
 from gpushare.offline.render import RenderError, StackRun, render_files, run_stack
 from gpushare.plan import build_plan
-from gpushare.stack_config import DevicePlugin, load_stack_file
+from gpushare.stack.loading import load_stack_file
+from gpushare.stack.plugin_settings import DevicePlugin
 from gpushare.tuning import tune
 
 GUARDS_STACK = FIXTURES / "stacks" / "Pulumi.guards.yaml"

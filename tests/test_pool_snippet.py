@@ -10,7 +10,7 @@ from gpushare import catalog
 from gpushare.advise.layout_options import LayoutOption, advise
 from gpushare.advise.pool_snippet import PoolSnippet, render_pools
 from gpushare.errors import GpushareError
-from gpushare.stack_config import Pool
+from gpushare.stack.model import Pool
 
 
 def option(gpu: str, measured: int, mode: str) -> LayoutOption:

@@ -29,7 +29,7 @@ from gpushare.offline.manifests import (
 from gpushare.offline.program_mocks import GET_CLUSTERS
 from gpushare.offline.render import REDACTED, RenderError, RenderResult, render_stack, run_stack
 from gpushare.offline.stack_files import SECRET_PLACEHOLDER
-from gpushare.stack_config import load_stack_file
+from gpushare.stack.loading import load_stack_file
 
 SCHEMA = "1.30.0"
 CONFIG_MAP = "manifests/configmap_kube-system_time-slicing-config.yaml"

@@ -30,7 +30,7 @@ from gpushare.cli import main as cli
 from gpushare.offline.manifests import extract_helm_releases, extract_manifests
 from gpushare.offline.render import NODE_POOL_TYPE, run_stack
 from gpushare.plugin_configs import config_checksum
-from gpushare.stack_config import from_config_values, load_stack_file
+from gpushare.stack.loading import from_config_values, load_stack_file
 from gpushare.verify.checks import ClusterSnapshot, age, run_checks
 from gpushare.verify.expectations import ObjectRef, PluginWorkload, expected_cluster
 

@@ -37,7 +37,8 @@ from gpushare.advise.pool_snippet import PoolSnippet
 from gpushare.catalog import GpuModel
 from gpushare.errors import ConfigError, GpushareError, UnreadableConfigError
 from gpushare.input_files import InputFileError, read_text
-from gpushare.stack_config import Measurement, errors_below, validation_message
+from gpushare.stack.messages import errors_below, validation_message
+from gpushare.stack.model import Measurement
 from gpushare.suggest import did_you_mean
 from gpushare.tuning import DEFAULT_CEILING
 from gpushare.yaml_bounds import (

@@ -1,6 +1,6 @@
 """A `gpushare:pools[]` entry for a layout option, as YAML ready to paste into a stack file.
 
-The entry is built as data, checked against the stack model (`gpushare.stack_config.Pool`) so that what
+The entry is built as data, checked against the stack model (`gpushare.stack.model.Pool`) so that what
 is printed is what the stack accepts, and written with comments on the fields the user has to fill in.
 """
 
@@ -16,7 +16,8 @@ from pydantic import ValidationError
 from gpushare import catalog
 from gpushare.advise.layout_options import LayoutOption
 from gpushare.errors import GpushareError
-from gpushare.stack_config import PLACEHOLDER_PREFIX, Pool
+from gpushare.stack.model import Pool
+from gpushare.stack.placeholders import PLACEHOLDER_PREFIX
 
 # Written where only the user knows the value: the stack model accepts the entry (so what is printed is
 # checked), and the stack loader refuses every `FILL-IN` value until it is replaced, naming its key.

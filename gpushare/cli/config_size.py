@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import sys
 
-from gpushare.stack_config import CONFIG_ENV_LIMIT_BYTES, CONFIG_ENV_WARN_BYTES, StackConfig
+from gpushare.stack.loading import CONFIG_ENV_LIMIT_BYTES, CONFIG_ENV_WARN_BYTES
+from gpushare.stack.model import StackConfig
 
 
 def warn_config_size(stack: StackConfig) -> None:

@@ -30,7 +30,7 @@ from gpushare.cli.arguments import (
 from gpushare.errors import GpushareError
 from gpushare.plan import build_plan, capacity_json, capacity_table
 from gpushare.stack.edit import NewMeasurement, write_measurements
-from gpushare.stack_config import load_stack, stack_file_name
+from gpushare.stack.loading import load_stack, stack_file_name
 from gpushare.verify.memory_peaks import PoolPeak, pool_peaks
 
 EXIT_OK, EXIT_REFUSED, EXIT_CANNOT_MEASURE = 0, 1, 2

@@ -9,7 +9,7 @@ import signal
 from collections.abc import Callable
 from pathlib import Path
 
-from gpushare.stack_config import load_stack
+from gpushare.stack.loading import load_stack
 
 
 def refuse_bad_stack_early(args: argparse.Namespace) -> None:

@@ -10,7 +10,7 @@ from typing import Any, TextIO
 from gpushare.cli.arguments import add_command, stack_arguments
 from gpushare.cli.config_size import warn_config_size
 from gpushare.plan import build_plan, capacity_json, capacity_table
-from gpushare.stack_config import load_stack
+from gpushare.stack.loading import load_stack
 
 
 def cmd_plan(args: argparse.Namespace, out: TextIO) -> int:

@@ -25,7 +25,7 @@ from gpushare.cli.arguments import (
     stack_arguments,
 )
 from gpushare.errors import ConfigError, GpushareError
-from gpushare.stack_config import load_stack
+from gpushare.stack.loading import load_stack
 
 if TYPE_CHECKING:
     from gpushare.verify.checks import VerifyReport

@@ -33,7 +33,8 @@ from gpushare.offline.policy_model import (
 )
 from gpushare.offline.recorded import RecordedResource, engine_urn, is_unknown
 from gpushare.offline.render import StackRun, at_secret_paths, redacted_resources, run_stack, validated_stack
-from gpushare.stack_config import CONFIG_ENV_LIMIT_BYTES, PROJECT, StackConfig
+from gpushare.stack.loading import CONFIG_ENV_LIMIT_BYTES
+from gpushare.stack.model import PROJECT, StackConfig
 
 POLICY_PACK_DIR = "policies"
 

@@ -59,7 +59,8 @@ from gpushare.offline.mock_run import run_program
 from gpushare.offline.program_mocks import program_mocks
 from gpushare.offline.recorded import ProgramRun, RecordedResource
 from gpushare.offline.stack_files import SECRET_PLACEHOLDER, load_stack_config
-from gpushare.stack_config import StackConfig, load_stack
+from gpushare.stack.loading import load_stack
+from gpushare.stack.model import StackConfig
 
 __all__ = [
     "NODE_POOL_TYPE",

@@ -22,7 +22,8 @@ from ruamel.yaml.error import YAMLError
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString, SingleQuotedScalarString
 
 from gpushare.errors import ConfigError, GpushareError
-from gpushare.stack_config import PROJECT, StackConfig, load_stack_file
+from gpushare.stack.loading import load_stack_file
+from gpushare.stack.model import PROJECT, StackConfig
 
 # Indentation layouts tried in turn (mapping, sequence, offset): the first that reproduces the file
 # unchanged is used for the edit.

@@ -15,7 +15,7 @@ from gpushare import gpu_operator, kube_names, plugin_pod
 from gpushare.errors import GpushareError
 from gpushare.plan import FALLBACK_KEY, GPU_RESOURCE, PoolPlan, SharingPlan, build_plan
 from gpushare.plugin_configs import PluginConfigEntry, plugin_config_entries
-from gpushare.stack_config import Mig, StackConfig
+from gpushare.stack.model import Mig, StackConfig
 
 # The device-plugin chart as DevicePluginRelease installs it: release and chart are both
 # `nvidia-device-plugin`, so the chart's fullname is that too (`_helpers.tpl` fullname), its DaemonSet

@@ -17,7 +17,7 @@ from typing import Any
 from gpushare import kube_names
 from gpushare.errors import GpushareError
 from gpushare.plan import GPU_RESOURCE, PoolPlan, SharingPlan
-from gpushare.stack_config import Exclusive, Mig
+from gpushare.stack.model import Exclusive, Mig
 from gpushare.tuning import tune
 from gpushare.verify.memory_observation import LiveMemory
 from gpushare.verify.memory_series import Readings

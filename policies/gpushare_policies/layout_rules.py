@@ -22,7 +22,7 @@ from gpushare import catalog, kube_names
 from gpushare.advise.layout_options import advise, better_layout, layout_option
 from gpushare.errors import GpushareError
 from gpushare.mig import parted as mig_parted
-from gpushare.stack_config import Mig, Pool
+from gpushare.stack.model import Mig, Pool
 from gpushare_policies.config_files import YAML_FAILURES
 from gpushare_policies.props import dig, string_map
 from gpushare_policies.reporting import report_once
