@@ -31,8 +31,10 @@ from gpushare.offline.manifests import extract_helm_releases, extract_manifests
 from gpushare.offline.render import NODE_POOL_TYPE, run_stack
 from gpushare.plugin_configs import config_checksum
 from gpushare.stack.loading import from_config_values, load_stack_file
-from gpushare.verify.checks import ClusterSnapshot, age, run_checks
+from gpushare.verify.checks import run_checks
 from gpushare.verify.expectations import ObjectRef, PluginWorkload, expected_cluster
+from gpushare.verify.objects import age
+from gpushare.verify.report import ClusterSnapshot
 
 Obj = dict[str, Any]
 NOW = datetime.now(UTC)

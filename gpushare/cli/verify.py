@@ -28,7 +28,7 @@ from gpushare.errors import ConfigError, GpushareError
 from gpushare.stack.loading import load_stack
 
 if TYPE_CHECKING:
-    from gpushare.verify.checks import VerifyReport
+    from gpushare.verify.report import VerifyReport
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1

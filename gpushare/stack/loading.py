@@ -13,9 +13,7 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import (
-    ValidationError,
-)
+from pydantic import ValidationError
 
 from gpushare.errors import ConfigError
 from gpushare.stack import kube_syntax

@@ -20,10 +20,10 @@ from typing import Any
 from gpushare import kube_names
 from gpushare.plan import SharedResource
 from gpushare.tuning import MIN_PLAUSIBLE_PROCESS_MIB, max_replicas
-from gpushare.verify.checks import Finding
 from gpushare.verify.expectations import ClusterExpectation, PoolExpectation
 from gpushare.verify.memory_observation import MemoryObservation
 from gpushare.verify.memory_series import Readings, Unit
+from gpushare.verify.report import Finding
 
 MEMORY_BUDGET = "memory-budget"
 

@@ -23,7 +23,6 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
-from gpushare.verify.checks import Finding
 from gpushare.verify.expectations import ClusterExpectation
 from gpushare.verify.memory_budget import budget_findings, shared_pool_nodes
 from gpushare.verify.memory_exporters import ExporterPod, exporter_pod
@@ -40,6 +39,7 @@ from gpushare.verify.memory_series import (
     vector_samples,
 )
 from gpushare.verify.memory_source import MemorySource
+from gpushare.verify.report import Finding
 
 # (connect, read) seconds for one request, and for all GPU memory reads of one run together.
 REQUEST_TIMEOUT = (5, 15)

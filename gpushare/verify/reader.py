@@ -28,7 +28,8 @@ from kubernetes.config.config_exception import ConfigException
 
 from gpushare.errors import GpushareError
 from gpushare.input_files import InputFileError, read_text, size_text
-from gpushare.verify.checks import (
+from gpushare.verify.expectations import ClusterExpectation, ObjectRef
+from gpushare.verify.report import (
     GPU_PENDING_PODS,
     MANAGED_PLUGIN_DRIFT,
     PLUGIN_CONFIG_CURRENT,
@@ -37,9 +38,8 @@ from gpushare.verify.checks import (
     ClusterSnapshot,
     Denial,
     K8sObject,
-    gpu_pending_pods,
 )
-from gpushare.verify.expectations import ClusterExpectation, ObjectRef
+from gpushare.verify.workload_checks import gpu_pending_pods
 from gpushare.yaml_bounds import YamlBoundError, YamlTooDeepError, check_flow_depth
 
 # Every request ends: connect within CONNECT_SECONDS, each read from the socket within READ_SECONDS, the
