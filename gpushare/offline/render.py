@@ -20,6 +20,10 @@ Everything is assembled and checked in memory, written to a temporary directory 
 then renamed into place, so a failed render leaves DIR as it was. Ctrl-C and SIGTERM remove the
 temporary directory on the way out; one left by a SIGKILLed render is swept by the next render of DIR
 (renders into one parent directory take turns on a lock, so a live render's is never swept).
+
+One concern at ~600 lines, kept whole: the secret checks, the files and the atomic replace all work on
+the one in-memory render and share its error (`RenderError`) and its file names; the command's report is
+`gpushare.cli.render`'s.
 """
 
 from __future__ import annotations
