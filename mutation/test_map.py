@@ -48,6 +48,7 @@ COMMAND_OF = {
     "gpushare.advise.pool_snippet": "advise",
     "gpushare.advise.layout_options": "advise",
     "gpushare.cli.validate": "validate",
+    "gpushare.cli.config_manifests": "validate",
     "gpushare.input_files": "validate",
     "gpushare.tuning": "tune",
     "gpushare.plan": "plan",

@@ -1,9 +1,9 @@
 """`python -m gpushare validate device-plugin-config|mig-config FILE...`: one verdict per file or data key.
 
 `device-plugin-config` reads each file (bytes as go-yaml decodes them, or a Kubernetes manifest's
-ConfigMaps, each data value judged as a config file: `gpushare.config_manifests`) and prints one verdict
+ConfigMaps, each data value judged as a config file: `gpushare.cli.config_manifests`) and prints one verdict
 per file or data key; the verdicts themselves come from `gpushare.device_plugin.decode.parse`, after
-refusing files that are no device-plugin config at all. `mig-config` is `gpushare.mig.parted`'s.
+refusing files that are no device-plugin config at all; `mig-config`'s from `gpushare.mig.parted`.
 """
 
 from __future__ import annotations
@@ -15,14 +15,17 @@ from typing import Any, TextIO
 
 import yaml
 
-from gpushare import device_plugin
+from gpushare import catalog, device_plugin
+from gpushare.catalog import GpuModel
 from gpushare.cli.arguments import add_command, gpu_model
-from gpushare.config_manifests import validate_files
+from gpushare.cli.config_manifests import validate_files
 from gpushare.device_plugin.decode import parse
 from gpushare.device_plugin.go_compat import go_fold
 from gpushare.device_plugin.model import MPS_ERA, PLUGIN_VERSIONS, DevicePluginConfigError, version_at_least
 from gpushare.errors import GpushareError
-from gpushare.mig import parted as mig_parted
+from gpushare.input_files import decode_text
+from gpushare.mig.parted import MigPartedConfigError, check_fits
+from gpushare.mig.parted import parse as parse_mig_config
 from gpushare.yaml_bounds import AliasRecordingComposer, YamlBoundError, YamlTooDeepError, load_first_document
 
 
@@ -118,10 +121,55 @@ def run_validate_cli(
     return validate_files(paths, "device-plugin config", _decode_file_bytes, judge, out, err)
 
 
+NO_CONFIGS = (
+    "no mig-configs: mig-parted reads the file but has no config to select "
+    "(`nvidia-mig-parted assert --valid-config` and `apply` fail: selected mig-config not present)"
+)
+
+
+def run_mig_validate_cli(paths: Sequence[str], gpu_key: str | None, out: TextIO, err: TextIO) -> int:
+    """`validate mig-config FILE... [--gpu MODEL]`: one `FILE: valid|invalid: reason` line per file, or per
+    ConfigMap data key of a manifest (the mig-parted ConfigMap `render` writes, a `kubectl get -o yaml` List).
+
+        "valid" means what `nvidia-mig-parted assert --valid-config` accepts: the file parses AND names at least
+        one config (an empty file, or `version: v1` alone, parses but leaves the MIG manager nothing to select).
+        Exit status: 0 all valid, 1 some invalid, 2 a file could not be read (missing, a directory, over 1 MiB,
+        not UTF-8 text, nested too deeply to check) or the GPU model is unknown.
+    """
+    gpu: GpuModel | None = None
+    if gpu_key is not None:
+        try:
+            gpu = catalog.gpu(gpu_key)
+        except GpushareError as exc:
+            print(f"--gpu: {exc}", file=err)
+            return 2
+    if not paths:
+        print("no mig-parted config files given", file=err)
+        return 2
+
+    def judge(text: str, where: str, out: TextIO, err: TextIO) -> int:
+        try:
+            config = parse_mig_config(text)
+            if not config.mig_configs:
+                raise MigPartedConfigError(NO_CONFIGS)
+            if gpu is not None:
+                check_fits(config, gpu)
+        except MigPartedConfigError as exc:
+            print(f"{where}: invalid: {exc}", file=out)
+            return 1
+        except GpushareError as exc:  # too deeply nested to check: no verdict
+            print(f"{where}: error: {exc}", file=err)
+            return 2
+        print(f"{where}: valid", file=out)
+        return 0
+
+    return validate_files(paths, "mig-parted config", decode_text, judge, out, err)
+
+
 def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
     if args.kind == "device-plugin-config":
         return run_validate_cli(args.files, args.plugin_version, out, sys.stderr, mps_root=args.mps_root)
-    return mig_parted.run_validate_cli(args.files, args.gpu, out, sys.stderr)
+    return run_mig_validate_cli(args.files, args.gpu, out, sys.stderr)
 
 
 def add_parser(sub: Any) -> None:

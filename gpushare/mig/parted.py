@@ -14,18 +14,15 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, TextIO
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-from gpushare import catalog
 from gpushare.catalog import GpuModel
-from gpushare.config_manifests import validate_files
 from gpushare.errors import GpushareError
-from gpushare.input_files import decode_text
 from gpushare.mig.geometry import MigLayoutError, fit_layout
 from gpushare.yaml_bounds import AliasRecordingComposer, YamlBoundError, load_first_document
 
@@ -159,7 +156,7 @@ class _BoundedLoader(AliasRecordingComposer, yaml.SafeLoader):
 def parse(text: str) -> MigPartedConfig:
     """Parse and validate a mig-parted config file's text (its first YAML document, as sigs.k8s.io/yaml
     reads it); raises `MigPartedConfigError`, or `YamlTooDeepError` (no verdict) for nesting deeper than
-    this checker follows. An empty file parses to no configs, as upstream: see `run_validate_cli`."""
+    this checker follows. An empty file parses to no configs, as upstream: see `gpushare.cli.validate.run_mig_validate_cli`."""
     try:
         document = load_first_document(_BoundedLoader, text)
     except yaml.YAMLError as exc:
@@ -452,50 +449,3 @@ def _profile_order(name: str) -> tuple[int, int, str]:
     except ValueError:
         return (0, 0, name)  # reported by the format check that follows
     return (-profile.gpu_slices, -profile.memory_gb, name)
-
-
-# --- CLI ------------------------------------------------------------------------------------------------
-
-NO_CONFIGS = (
-    "no mig-configs: mig-parted reads the file but has no config to select "
-    "(`nvidia-mig-parted assert --valid-config` and `apply` fail: selected mig-config not present)"
-)
-
-
-def run_validate_cli(paths: Sequence[str], gpu_key: str | None, out: TextIO, err: TextIO) -> int:
-    """`validate mig-config FILE... [--gpu MODEL]`: one `FILE: valid|invalid: reason` line per file, or per
-    ConfigMap data key of a manifest (the mig-parted ConfigMap `render` writes, a `kubectl get -o yaml` List).
-
-        "valid" means what `nvidia-mig-parted assert --valid-config` accepts: the file parses AND names at least
-        one config (an empty file, or `version: v1` alone, parses but leaves the MIG manager nothing to select).
-        Exit status: 0 all valid, 1 some invalid, 2 a file could not be read (missing, a directory, over 1 MiB,
-        not UTF-8 text, nested too deeply to check) or the GPU model is unknown.
-    """
-    gpu: GpuModel | None = None
-    if gpu_key is not None:
-        try:
-            gpu = catalog.gpu(gpu_key)
-        except GpushareError as exc:
-            print(f"--gpu: {exc}", file=err)
-            return 2
-    if not paths:
-        print("no mig-parted config files given", file=err)
-        return 2
-
-    def judge(text: str, where: str, out: TextIO, err: TextIO) -> int:
-        try:
-            config = parse(text)
-            if not config.mig_configs:
-                raise MigPartedConfigError(NO_CONFIGS)
-            if gpu is not None:
-                check_fits(config, gpu)
-        except MigPartedConfigError as exc:
-            print(f"{where}: invalid: {exc}", file=out)
-            return 1
-        except GpushareError as exc:  # too deeply nested to check: no verdict
-            print(f"{where}: error: {exc}", file=err)
-            return 2
-        print(f"{where}: valid", file=out)
-        return 0
-
-    return validate_files(paths, "mig-parted config", decode_text, judge, out, err)
