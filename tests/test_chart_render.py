@@ -601,7 +601,7 @@ def test_helms_own_warnings_come_back_as_lines_of_the_release(capfd: pytest.Capt
 
 
 def test_the_scanner_gate_passes_over_chart_rendered_files(helm_stack: RenderResult) -> None:
-    from gpushare.offline import scan
+    from gpushare.cli import scan
 
     selection = scan.select(helm_stack.out_dir / "manifests")
     (release,) = helm_stack.releases

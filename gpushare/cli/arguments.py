@@ -9,6 +9,7 @@ from typing import Any
 
 from gpushare import catalog
 from gpushare.errors import EXIT_CODES_HELP, GpushareError
+from gpushare.offline.chart_sources import ChartSources
 from gpushare.verify.memory_exporters import parse_named
 from gpushare.verify.memory_series import DEFAULT_TKE_GPU_LABEL
 from gpushare.verify.memory_source import MemorySource
@@ -95,6 +96,11 @@ def chart_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="never fetch a chart from its repository (also GPUSHARE_CHART_DOWNLOAD=0)",
     )
+
+
+def chart_sources_from(args: argparse.Namespace) -> ChartSources:
+    """From the `--chart-dir` and `--no-download` options of `render` and `check` (`chart_arguments`)."""
+    return ChartSources.from_environment(args.chart_dir or (), download=not args.no_download)
 
 
 def add_source_arguments(parser: argparse.ArgumentParser, *, window: bool = False) -> None:

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from gpushare.cli.arguments import add_command, chart_arguments, stack_arguments
+from gpushare.cli.arguments import add_command, chart_arguments, chart_sources_from, stack_arguments
 from gpushare.cli.offline_run import refuse_bad_stack_early, run_offline
 from gpushare.errors import UnreadableInputError
 
@@ -27,7 +27,6 @@ def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
 
 def _check(check_stack: Callable[..., CheckResult], args: argparse.Namespace, out: TextIO) -> int:
     from gpushare.offline import policy_driver
-    from gpushare.offline.chart_sources import ChartSources
     from gpushare.offline.check import CheckError
     from gpushare.offline.policy_config import load_policy_config_file
     from gpushare.offline.policy_model import (
@@ -50,7 +49,7 @@ def _check(check_stack: Callable[..., CheckResult], args: argparse.Namespace, ou
         Path(args.dir),
         args.stack,
         policy_config=policy_config,
-        chart_sources=ChartSources.from_arguments(args),
+        chart_sources=chart_sources_from(args),
     )
     report = result.report
     for warning in result.chart_warnings:

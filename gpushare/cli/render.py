@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from gpushare.cli.arguments import add_command, chart_arguments, stack_arguments
+from gpushare.cli.arguments import add_command, chart_arguments, chart_sources_from, stack_arguments
 from gpushare.cli.config_size import warn_config_size
 from gpushare.cli.offline_run import refuse_bad_stack_early, run_offline
 from gpushare.plan import capacity_table
@@ -20,14 +20,11 @@ if TYPE_CHECKING:
 def cmd_render(args: argparse.Namespace, out: TextIO) -> int:
     refuse_bad_stack_early(args)
     # The offline runner imports the Pulumi SDKs: only for render, and before run_offline freezes the heap.
-    from gpushare.offline.chart_sources import ChartSources
     from gpushare.offline.render import render_stack
 
     return run_offline(
         lambda: _report(
-            render_stack(
-                Path(args.dir), args.stack, Path(args.out), chart_sources=ChartSources.from_arguments(args)
-            ),
+            render_stack(Path(args.dir), args.stack, Path(args.out), chart_sources=chart_sources_from(args)),
             args,
             out,
         )

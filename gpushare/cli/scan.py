@@ -6,7 +6,7 @@ file are not scanned, each said so in the output: server-side-apply patches (par
 would judge TKE's DaemonSet by the few fields gpushare sets) and whatever a Helm release renders or is
 given (NVIDIA's chart and its values, not gpushare's objects).
 
-    python -m gpushare.offline.scan out/prod/manifests --checkov venv/scanners/bin/checkov
+    python -m gpushare.cli.scan out/prod/manifests --checkov venv/scanners/bin/checkov
 """
 
 from __future__ import annotations
@@ -123,9 +123,7 @@ def scan(manifests: Path, checkov: str) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m gpushare.offline.scan", description=__doc__.splitlines()[0]
-    )
+    parser = argparse.ArgumentParser(prog="python -m gpushare.cli.scan", description=__doc__.splitlines()[0])
     parser.add_argument("manifests", type=Path, help="a rendered stack's manifests/ folder")
     parser.add_argument("--checkov", default="checkov", help="the checkov executable")
     args = parser.parse_args(argv)
