@@ -24,7 +24,7 @@ test: $(VENV)/.installed lint typecheck unit
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/shellcheck gpushare/node_files/*.sh tests/fixtures/fake_node/* .ci/run .ci/dist-check
+	$(VENV)/bin/shellcheck gpushare/mig/node_files/*.sh tests/fixtures/fake_node/* .ci/run .ci/dist-check
 	$(VENV)/bin/actionlint .github/workflows/*.yml
 
 typecheck: $(VENV)/.installed
@@ -64,14 +64,14 @@ $(SCAN_VENV)/.installed: requirements-scan.txt $(VENV)/.installed
 
 # checkov over the objects gpushare writes for one rendered stack (patches and Helm releases aside).
 scan: $(SCAN_VENV)/.installed
-	$(PY) -m gpushare.offline.scan out/$(STACK)/manifests --checkov $(SCAN_VENV)/bin/checkov
+	$(PY) -m gpushare.cli.scan out/$(STACK)/manifests --checkov $(SCAN_VENV)/bin/checkov
 
 # Render, policy-check and scan every stack in the repo (CI does this after the tests).
 ci-stacks: $(VENV)/.installed $(SCAN_VENV)/.installed
 	set -e; for stack in $(STACKS); do \
 	  $(PY) -m gpushare render --stack $$stack --out out/$$stack $(CHART_ARGS); \
 	  $(PY) -m gpushare check --stack $$stack $(CHART_ARGS); \
-	  $(PY) -m gpushare.offline.scan out/$$stack/manifests --checkov $(SCAN_VENV)/bin/checkov; \
+	  $(PY) -m gpushare.cli.scan out/$$stack/manifests --checkov $(SCAN_VENV)/bin/checkov; \
 	done
 
 # Speed and memory against Pulumi's own floor, and scaling to 500 pools (~9 min; BENCH_ARGS=--quick for a smoke run).

@@ -31,7 +31,7 @@ from typing import Final
 
 from bench import synthetic
 from bench.synthetic import PLUGIN_MODES, REPO_ROOT
-from gpushare.stack_config import PROJECT
+from gpushare.stack.model import PROJECT
 
 # Waiting, not working: a thread blocked on another (the program's thread, gRPC's queues, a sleep).
 _WAITS: Final = (

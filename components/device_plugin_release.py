@@ -12,7 +12,7 @@ import pulumi_kubernetes as k8s
 from gpushare import kube_names, plugin_pod, plugin_tolerations
 from gpushare.plan import FALLBACK_KEY
 from gpushare.plugin_configs import PluginConfigEntry
-from gpushare.stack_config import DevicePlugin
+from gpushare.stack.plugin_settings import DevicePlugin
 
 CHART = "nvidia-device-plugin"
 

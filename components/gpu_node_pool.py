@@ -8,8 +8,9 @@ from dataclasses import dataclass
 import pulumi
 import tencentcloud_iac_pulumi as tencentcloud
 
-from gpushare import kube_names, tke_limits
-from gpushare.stack_config import Cluster, Mig, Pool, SoftwareVersion
+from gpushare import kube_names
+from gpushare.stack import tke_limits
+from gpushare.stack.model import Cluster, Mig, Pool, SoftwareVersion
 
 # What replaces a pool's nodes. The provider updates `pre_start_user_script` and labels in place, so
 # existing nodes would keep their old MIG instances: any change under `node_config` (the MIG set-up

@@ -18,7 +18,7 @@ from components.time_slicing_config import TimeSlicingConfig, TimeSlicingConfigA
 from gpushare import gpu_operator, kube_names
 from gpushare.plan import FALLBACK_KEY, SharingPlan, build_plan, capacity_json
 from gpushare.plugin_configs import plugin_config_entries
-from gpushare.stack_config import Mig, StackConfig
+from gpushare.stack.model import Mig, StackConfig
 
 TYPE_TOKEN = "gpushare:index:GpuSharingCluster"
 

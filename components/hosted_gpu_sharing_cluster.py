@@ -21,7 +21,8 @@ import pulumi
 from components.gpu_sharing_cluster import TYPE_TOKEN, Composition
 from components.gpu_sharing_cluster import GpuSharingCluster as StandaloneGpuSharingCluster
 from gpushare.errors import ConfigError
-from gpushare.stack_config import PROJECT, StackConfig, from_config_values
+from gpushare.stack.loading import from_config_values
+from gpushare.stack.model import PROJECT, StackConfig
 
 
 class Cluster(TypedDict):
@@ -308,7 +309,7 @@ class GpuSharingCluster(pulumi.ComponentResource):
         )
 
 
-# `<key path>: <reason>` after the source, as `gpushare.stack_config` writes each problem.
+# `<key path>: <reason>` after the source, as `gpushare.stack.messages` writes each problem.
 _PROBLEM = re.compile(r'^(?P<key>[a-z]+:(?:[^\s:"\[]|\[\d+\]|\["(?:[^"\\]|\\.)*"\])*): (?P<reason>.*)$')
 
 

@@ -14,7 +14,7 @@ import pulumi_kubernetes as k8s
 
 from gpushare import kube_names, plugin_pod
 from gpushare.plugin_configs import PluginConfigEntry
-from gpushare.stack_config import ManagedPlugin
+from gpushare.stack.plugin_settings import ManagedPlugin
 
 # Take over the fields TKE's field manager owns (args, nodeSelector) instead of failing on the conflict.
 PATCH_FORCE = {"pulumi.com/patchForce": "true"}

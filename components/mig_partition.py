@@ -7,9 +7,10 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from gpushare import catalog, kube_names, mig_setup
-from gpushare.mig_geometry import fit_layout
-from gpushare.stack_config import Mig, Pool
+from gpushare import catalog, kube_names
+from gpushare.mig import setup as mig_setup
+from gpushare.mig.geometry import fit_layout
+from gpushare.stack.model import Mig, Pool
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import tencentcloud_iac_pulumi as tencentcloud
 
-from gpushare.stack_config import PROJECT, StackConfig
+from gpushare.stack.model import PROJECT, StackConfig
 
 # Each credential of the TencentCloud provider: its stack config key (`tencentcloud:<key>`, secret) and the
 # environment variable the SDK itself falls back to.

@@ -9,7 +9,8 @@ import pulumi
 from pulumi.runtime import config as runtime_config
 
 from gpushare.errors import GpushareError
-from gpushare.stack_config import PROJECT, StackConfig, from_config_values, stack_file_name
+from gpushare.stack.loading import from_config_values, stack_file_name
+from gpushare.stack.model import PROJECT, StackConfig
 
 
 def _decode(value: str) -> Any:

@@ -1,4 +1,4 @@
-"""gpushare, the tool: its pure domain (GPU facts, device-plugin and mig-parted config rules, tuning, MIG
-geometry, the stack-config model: no Pulumi), the live readers (verify), the offline runner
-(`gpushare.offline`, which runs Pulumi programs and policy packs without the CLI) and, on top, the command
-line (`gpushare.cli` and the `*_cli` modules), which nothing else imports."""
+"""gpushare, the tool (docs/architecture.md): the domain (the core modules here: GPU catalog, tuning,
+plan, plugin configs and pods, errors; and the wings `stack`, `mig`, `device_plugin`: no Pulumi), the
+feature wings (`advise`, `verify`: the live readers, `offline`: the runner of Pulumi programs and policy
+packs) and, on top, the command line (`gpushare.cli`), which nothing else imports."""

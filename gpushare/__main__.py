@@ -23,7 +23,7 @@ signal.signal(signal.SIGTERM, _terminated)
 
 def run() -> NoReturn:
     try:
-        from gpushare.cli import main
+        from gpushare.cli.main import main
     except KeyboardInterrupt:  # Ctrl-C while the CLI itself is still being imported: one line, no traceback
         sys.stderr.write("interrupted (SIGINT)\n")
         sys.exit(130)

@@ -4,7 +4,7 @@ policy pack (`mig-driver-supported`); the floor per GPU is the catalog's `mig_mi
 from __future__ import annotations
 
 from gpushare.catalog import GpuModel
-from gpushare.kube_syntax import anchored
+from gpushare.stack.kube_syntax import anchored
 
 # ASCII digits: `535.161.07` as NVIDIA writes it; full-width `５３５` is no version a driver reports.
 is_dotted_version = anchored(r"[0-9]+(\.[0-9]+)*")

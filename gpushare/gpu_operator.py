@@ -31,10 +31,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from gpushare import kube_names, mig_setup
+from gpushare import kube_names
+from gpushare.mig import setup as mig_setup
 from gpushare.plan import FALLBACK_KEY, SharingPlan
 from gpushare.plugin_configs import PluginConfigEntry
-from gpushare.stack_config import MIG_CONFIG_ALL_DISABLED, GpuOperator, Mig, pool_mig_strategy
+from gpushare.stack.model import Mig, pool_mig_strategy
+from gpushare.stack.plugin_settings import MIG_CONFIG_ALL_DISABLED, GpuOperator
 
 CHART: Final = "gpu-operator"
 RELEASE_NAME: Final = "gpu-operator"

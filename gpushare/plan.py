@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from gpushare import catalog
 from gpushare.catalog import GpuModel
-from gpushare.stack_config import Fallback, Mig, Pool, StackConfig, TimeSlicing, pool_mig_strategy
+from gpushare.stack.model import Fallback, Mig, Pool, StackConfig, TimeSlicing, pool_mig_strategy
 from gpushare.tuning import Tuning, tune
 
 FALLBACK_KEY = "any"

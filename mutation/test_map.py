@@ -5,8 +5,10 @@ of the project's own modules, test helpers such as `test_policies` included) or 
 tests run code without importing it: the Pulumi program (`gpushare.offline.mock_run` runs `__main__.py`,
 which imports `components`) and the policy pack's process (`gpushare.offline.pack_process` starts
 `policies`), and
-`python -m gpushare` subprocesses. Order: the module's own test file (`tests/test_<name>.py`), then the
-files that import M directly, then the rest, each group fastest first (the baseline's durations).
+`python -m gpushare` subprocesses. Order: the module's own test file (`tests/test_<name>.py`, or for a
+module of a wing `tests/test_<wing>_<name>.py` / `tests/test_<name>_<wing>.py`: `gpushare/mig/parted.py` ->
+`test_mig_parted`, `gpushare/cli/advise.py` -> `test_advise_cli`), then the files that import M directly,
+then the rest, each group fastest first (the baseline's durations).
 """
 
 from __future__ import annotations
@@ -23,18 +25,30 @@ PROGRAM = "__main__"  # the Pulumi program, __main__.py at the project's root
 RUNS = (("gpushare.offline.mock_run", PROGRAM), ("gpushare.offline.pack_process", "policies.__main__"))
 # A test file the baseline did not time (new since): assumed this many seconds.
 UNTIMED = 5.0
-# Modules a test reaches only through `gpushare.cli` (which imports every command): a test that runs the
-# command (its name as a string, `main(["verify", ...])`) ranks with the direct importers.
+# Modules a test reaches only through `gpushare.cli.main` (which imports every command module): a test that
+# runs the command (its name as a string, `main(["verify", ...])`) ranks with the direct importers.
 COMMAND_OF = {
-    "gpushare.verify": "verify",
-    "gpushare.cluster_reader": "verify",
-    "gpushare.cluster_expectations": "verify",
-    "gpushare.verify_checks": "verify",
-    "gpushare.advise_cli": "advise",
-    "gpushare.fleet": "advise",
-    "gpushare.pool_snippet": "advise",
-    "gpushare.layout_options": "advise",
-    "gpushare.validate_cli": "validate",
+    "gpushare.cli.catalog": "catalog",
+    "gpushare.cli.tune": "tune",
+    "gpushare.cli.plan": "plan",
+    "gpushare.cli.render": "render",
+    "gpushare.cli.check": "check",
+    "gpushare.cli.measure": "measure",
+    "gpushare.cli.verify": "verify",
+    "gpushare.verify.reader": "verify",
+    "gpushare.verify.expectations": "verify",
+    "gpushare.verify.checks": "verify",
+    "gpushare.verify.report": "verify",
+    "gpushare.verify.objects": "verify",
+    "gpushare.verify.node_checks": "verify",
+    "gpushare.verify.plugin_checks": "verify",
+    "gpushare.verify.workload_checks": "verify",
+    "gpushare.cli.advise": "advise",
+    "gpushare.advise.fleet": "advise",
+    "gpushare.advise.pool_snippet": "advise",
+    "gpushare.advise.layout_options": "advise",
+    "gpushare.cli.validate": "validate",
+    "gpushare.cli.config_manifests": "validate",
     "gpushare.input_files": "validate",
     "gpushare.tuning": "tune",
     "gpushare.plan": "plan",
@@ -52,6 +66,17 @@ def module_name(relative: str) -> str:
     if parts[-1] == "__init__":
         parts = parts[:-1]
     return ".".join(parts)
+
+
+def own_test_names(module: str) -> set[str]:
+    """The names a module's own test file may have: `test_<name>`, and inside a wing (a package below
+    gpushare) `test_<wing>_<name>` and `test_<name>_<wing>`."""
+    parts = module.split(".")
+    names = {f"test_{parts[-1]}"}
+    if len(parts) >= 3 and parts[0] == "gpushare":
+        wing = parts[-2]
+        names |= {f"test_{wing}_{parts[-1]}", f"test_{parts[-1]}_{wing}"}
+    return names
 
 
 def _project_files(project: Path) -> dict[str, Path]:
@@ -103,14 +128,14 @@ class TestMap:
         """The test files that reach `module`: its own test file, then the files importing it directly, then
         the rest by import distance; fastest first within each. `budget`: stop adding files once their
         baseline seconds reach it (the first file is always in)."""
-        stem = module.rpartition(".")[2]
+        own = own_test_names(module)
         ranked = []
         for test, relative in self.tests.items():
             distance = self._distance(test, module)
             if distance is None:
                 continue
             runs_command = COMMAND_OF.get(module) in self.strings.get(test, frozenset())
-            group = 0 if test == f"test_{stem}" else 1 if distance == 1 or runs_command else 2
+            group = 0 if test in own else 1 if distance == 1 or runs_command else 2
             ranked.append((group, distance if group == 2 else 0, durations.get(relative, UNTIMED), relative))
         chosen: list[str] = []
         spent = 0.0

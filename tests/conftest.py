@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 import yaml
 
-from gpushare import stack_config
 from gpushare.offline.chart_sources import ChartSourceError
 from gpushare.offline.render import RenderResult, render_stack
+from gpushare.stack import fields as stack_fields
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 FIXTURES = PROJECT_DIR / "tests" / "fixtures"
@@ -133,10 +133,10 @@ def write_stack(tmp_path: Path) -> Callable[[dict[str, Any], str], Path]:
 @pytest.fixture
 def fixed_today(monkeypatch: pytest.MonkeyPatch) -> Callable[[date], None]:
     """Fix "today" for the stack loader and the policy pack alike: both ask
-    `gpushare.stack_config.latest_date_on_earth` (the calendar day in UTC+14)."""
+    `gpushare.stack.fields.latest_date_on_earth` (the calendar day in UTC+14)."""
 
     def fix(day: date) -> None:
-        monkeypatch.setattr(stack_config, "latest_date_on_earth", lambda: day)
+        monkeypatch.setattr(stack_fields, "latest_date_on_earth", lambda: day)
 
     return fix
 

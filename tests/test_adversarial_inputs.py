@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from gpushare.cli import main
+from gpushare.cli.main import main
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 TIMEOUT = 60  # a guard against a hang, far above what a refusal takes

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 import yaml
 
-from gpushare.cli import main
+from gpushare.cli.main import main
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 PROD = yaml.safe_load((PROJECT_DIR / "Pulumi.prod.yaml").read_text())

@@ -17,13 +17,13 @@ import pytest
 import yaml
 from conftest import PROJECT_DIR
 
-from gpushare.cli import main
+from gpushare.cli.main import main
 from gpushare.errors import ConfigError
 from gpushare.offline import policy_driver
 from gpushare.offline.check import check_stack
 from gpushare.offline.render import render_stack
 from gpushare.resource_types import NODE_POOL
-from gpushare.stack_config import load_stack_file
+from gpushare.stack.loading import load_stack_file
 
 FLEET = PROJECT_DIR / "examples" / "fleet.yaml"
 

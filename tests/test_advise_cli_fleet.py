@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from gpushare.cli import main
+from gpushare.cli.main import main
 
 FLEET = (
     "services:\n"

@@ -18,7 +18,8 @@ from components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
 from gpushare.offline.mock_run import run_function
 from gpushare.offline.recorded import ProgramRun, RecordedResource
 from gpushare.resource_types import DAEMON_SET, DAEMON_SET_PATCH, HELM_RELEASE, NODE_POOL
-from gpushare.stack_config import GpuDriver, from_config_values, load_stack_file
+from gpushare.stack.loading import from_config_values, load_stack_file
+from gpushare.stack.model import GpuDriver
 
 
 def _leaves(value: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:

@@ -23,7 +23,8 @@ from gpushare.offline.policy_model import AnalyzedResource
 from gpushare.offline.recorded import RecordedResource
 from gpushare.offline.render import RESOURCES_FILE, redacted_inputs, render_stack
 from gpushare.offline.stack_files import load_stack_config
-from gpushare.stack_config import Mig, load_stack_file
+from gpushare.stack.loading import load_stack_file
+from gpushare.stack.model import Mig
 
 RFC1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 

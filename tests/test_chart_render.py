@@ -19,7 +19,7 @@ import pytest
 import yaml
 from conftest import PROJECT_DIR, STACKS, device_plugin_mode, pinned_charts
 
-from gpushare import cli
+from gpushare.cli import main as cli_main
 from gpushare.offline.chart_render import (
     CHART_RENDERED_MARK,
     ChartObject,
@@ -574,7 +574,7 @@ def test_no_chart_source_is_one_line_exit_1_and_nothing_written(
     ]
     with pytest.MonkeyPatch.context() as patch:
         patch.delenv("GPUSHARE_CHART_DIRS", raising=False)
-        status = cli.main([*argv, *(["--out", str(out)] if command == "render" else [])])
+        status = cli_main.main([*argv, *(["--out", str(out)] if command == "render" else [])])
     captured = capsys.readouterr()
     assert status == 1
     assert captured.out == ""
@@ -601,7 +601,7 @@ def test_helms_own_warnings_come_back_as_lines_of_the_release(capfd: pytest.Capt
 
 
 def test_the_scanner_gate_passes_over_chart_rendered_files(helm_stack: RenderResult) -> None:
-    from gpushare.offline import scan
+    from gpushare.cli import scan
 
     selection = scan.select(helm_stack.out_dir / "manifests")
     (release,) = helm_stack.releases

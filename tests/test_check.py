@@ -20,7 +20,7 @@ from gpushare.offline.check import analyzed_resources, check_stack
 from gpushare.offline.render import StackRun, redacted_resources, run_stack
 from gpushare.offline.stack_files import load_stack_config
 from gpushare.resource_types import CONFIG_MAP, HELM_RELEASE, NODE_POOL, is_chart_rendered
-from gpushare.stack_config import PROJECT
+from gpushare.stack.model import PROJECT
 
 # Whole processes (the pack, the CLI): make test-e2e, which CI runs after make test.
 pytestmark = pytest.mark.e2e

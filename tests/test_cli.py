@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gpushare.cli import main
+from gpushare.cli.main import main
 
 
 def run(argv: list[str]) -> tuple[int, str]:

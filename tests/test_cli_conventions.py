@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from conftest import PROJECT_DIR, STACKS
 
-from gpushare.cli import build_parser, main
+from gpushare.cli.main import build_parser, main
 from gpushare.errors import EXIT_CODES_HELP
 from gpushare.offline.render import RenderResult
 from gpushare.suggest import close_matches, did_you_mean
@@ -389,8 +389,8 @@ import sys, time
 
 class SlowCli:
     def find_spec(self, name, path=None, target=None):
-        if name == "gpushare.cli":
-            sys.stdout.write("importing gpushare.cli\\n")
+        if name == "gpushare.cli.main":
+            sys.stdout.write("importing gpushare.cli.main\\n")
             sys.stdout.flush()
             time.sleep(60)
         return None
@@ -412,7 +412,7 @@ def test_sigterm_during_start_up_is_one_line(tmp_path: Path) -> None:
     )
     try:
         assert process.stdout is not None
-        assert process.stdout.readline() == "importing gpushare.cli\n"
+        assert process.stdout.readline() == "importing gpushare.cli.main\n"
         process.send_signal(signal.SIGTERM)
         out, err = process.communicate(timeout=30)
     finally:

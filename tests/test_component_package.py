@@ -18,7 +18,6 @@ import yaml
 from conftest import PROJECT_DIR, STACKS
 from pulumi.runtime.proto import errors_pb2, status_pb2
 
-from gpushare import stack_config, tke_limits
 from gpushare.errors import ConfigError
 from gpushare.offline import wire
 from gpushare.offline.component_host import ComponentProvider, serve_monitor, start_component_provider
@@ -29,6 +28,10 @@ from gpushare.offline.recorded import ProgramRun, RecordedResource, is_unknown
 from gpushare.offline.recording_monitor import RecordingMonitor
 from gpushare.offline.stack_files import load_stack_config
 from gpushare.offline.wire_codec import decode_struct
+from gpushare.stack import loading as stack_loading
+from gpushare.stack import model as stack_model
+from gpushare.stack import plugin_settings as stack_plugin_settings
+from gpushare.stack import tke_limits
 
 # Starts the component package's provider host as a process: make test-e2e, which CI runs after make test.
 pytestmark = pytest.mark.e2e
@@ -211,19 +214,19 @@ def _required(*models: type[Any]) -> set[str]:
 
 # schema type -> the stack models whose keys it mirrors (PoolSharing: the three modes, one `mode` key).
 MIRRORS: dict[str, tuple[type[Any], ...]] = {
-    "Cluster": (stack_config.Cluster,),
-    "Sharing": (stack_config.Sharing,),
-    "DevicePlugin": (stack_config.DevicePlugin,),
-    "ManagedPlugin": (stack_config.ManagedPlugin,),
-    "GpuOperator": (stack_config.GpuOperator,),
-    "Fallback": (stack_config.Fallback,),
-    "Pool": (stack_config.Pool,),
-    "Nodes": (stack_config.Nodes,),
-    "PoolSharing": (stack_config.TimeSlicing, stack_config.Mig, stack_config.Exclusive),
-    "Measurement": (stack_config.Measurement,),
-    "GpuDriver": (stack_config.GpuDriver,),
-    "SoftwareVersion": (stack_config.SoftwareVersion,),
-    "Cudnn": (stack_config.Cudnn,),
+    "Cluster": (stack_model.Cluster,),
+    "Sharing": (stack_model.Sharing,),
+    "DevicePlugin": (stack_plugin_settings.DevicePlugin,),
+    "ManagedPlugin": (stack_plugin_settings.ManagedPlugin,),
+    "GpuOperator": (stack_plugin_settings.GpuOperator,),
+    "Fallback": (stack_model.Fallback,),
+    "Pool": (stack_model.Pool,),
+    "Nodes": (stack_model.Nodes,),
+    "PoolSharing": (stack_model.TimeSlicing, stack_model.Mig, stack_model.Exclusive),
+    "Measurement": (stack_model.Measurement,),
+    "GpuDriver": (stack_model.GpuDriver,),
+    "SoftwareVersion": (stack_model.SoftwareVersion,),
+    "Cudnn": (stack_model.Cudnn,),
 }
 
 
@@ -326,7 +329,7 @@ def _loader_message(tmp_path: Path, inputs: dict[str, Any]) -> str:
     path = tmp_path / "Pulumi.prod.yaml"
     path.write_text(yaml.safe_dump(document, sort_keys=False))
     with pytest.raises(ConfigError) as caught:
-        stack_config.load_stack_file(path)
+        stack_loading.load_stack_file(path)
     return str(caught.value)
 
 
@@ -444,7 +447,7 @@ def test_the_hosted_component_in_a_python_program_registers_what_the_standalone_
     from components.hosted_gpu_sharing_cluster import GpuSharingCluster
     from components.providers import kubernetes_provider, tencentcloud_provider
 
-    stack = stack_config.load_stack(PROJECT_DIR, "prod")
+    stack = stack_loading.load_stack(PROJECT_DIR, "prod")
 
     def program() -> None:
         cloud = tencentcloud_provider(stack)

@@ -22,7 +22,9 @@ from gpushare.offline.program_mocks import program_mocks
 from gpushare.offline.recorded import ProgramRun, RecordedResource
 from gpushare.plan import build_plan
 from gpushare.plugin_configs import PluginConfigEntry, plugin_config_entries
-from gpushare.stack_config import ManagedPlugin, StackConfig, load_stack_file
+from gpushare.stack.loading import load_stack_file
+from gpushare.stack.model import StackConfig
+from gpushare.stack.plugin_settings import ManagedPlugin
 
 
 def stack(name: str) -> StackConfig:

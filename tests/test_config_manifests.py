@@ -1,4 +1,4 @@
-"""gpushare/config_manifests.py: a ConfigMap manifest's verdict is its worst key's, whichever key comes
+"""gpushare/cli/config_manifests.py: a ConfigMap manifest's verdict is its worst key's, whichever key comes
 first. Run as a user runs it: `gpushare validate device-plugin-config` on `kubectl get configmap -o yaml`.
 
 `replicas: 1` under timeSlicing is refused by every recorded plugin version ("number of replicas must
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gpushare.cli import main
+from gpushare.cli.main import main
 
 
 def config(replicas: int) -> str:

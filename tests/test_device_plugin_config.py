@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from gpushare import device_plugin as dpc
+from gpushare.cli.validate import run_validate_cli
 from gpushare.device_plugin import (
     PLUGIN_VERSIONS,
     AdvertisedResource,
@@ -24,7 +25,6 @@ from gpushare.device_plugin import (
     time_slicing_config,
 )
 from gpushare.errors import GpushareError
-from gpushare.validate_cli import run_validate_cli
 
 FIXTURES = Path(__file__).parent / "fixtures" / "device_plugin"
 OLD, NEW, LATEST = PLUGIN_VERSIONS

@@ -71,7 +71,7 @@ def test_the_first_screen_gives_exactly_the_two_commands() -> None:
 def test_the_front_pages_figures_are_what_the_render_prints() -> None:
     """The capacity figures on the first screen, against the plan `make render STACK=prod` prints."""
     from gpushare.plan import build_plan, capacity_json
-    from gpushare.stack_config import load_stack
+    from gpushare.stack.loading import load_stack
 
     capacity = capacity_json(build_plan(load_stack(PROJECT_DIR, "prod")))
     pools = {p["name"]: p for p in capacity["pools"]}  # type: ignore[attr-defined]

@@ -1,4 +1,4 @@
-"""gpushare/fleet.py on its own: the fleet file as YAML types it, its bounds, and the pool each service gets.
+"""gpushare/advise/fleet.py on its own: the fleet file as YAML types it, its bounds, and the pool each service gets.
 
 The fleet files are written the way a user writes them: unquoted dates, numbers in quotes, candidates as a
 bare GPU model. Expected values by hand (memory from the catalog, ceiling 0.9 unless said):
@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gpushare import fleet
-from gpushare.cli import main
+from gpushare.advise import fleet
+from gpushare.advise.fleet import Candidate, load_fleet, parse_fleet, plan_fleet
+from gpushare.cli.main import main
 from gpushare.errors import ConfigError, GpushareError
-from gpushare.fleet import Candidate, load_fleet, parse_fleet, plan_fleet
-from gpushare.stack_config import Mig, Pool, TimeSlicing
+from gpushare.stack.model import Mig, Pool, TimeSlicing
 
 
 def write(tmp_path: Path, text: str, name: str = "fleet.yaml") -> Path:

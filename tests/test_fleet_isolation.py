@@ -1,4 +1,4 @@
-"""gpushare/fleet.py: what `isolation` allows, when MIG is the best choice for an unconstrained service.
+"""gpushare/advise/fleet.py: what `isolation` allows, when MIG is the best choice for an unconstrained service.
 
 On an H20 a process of exactly 11264 MiB (the 1g.12gb instance's memory, catalog) fits time-slicing
 floor(0.9 x 97871 / 11264) = floor(7.82) = 7 times and 7 MIG instances once each (7 x 1g.12gb, or
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpushare.fleet import load_fleet, plan_fleet
+from gpushare.advise.fleet import load_fleet, plan_fleet
 
 
 def test_shared_excludes_the_mig_layout_an_unconstrained_service_gets(tmp_path: Path) -> None:

@@ -1,7 +1,7 @@
 """Garbage files through `validate` and `tune`: one line naming the file, a non-zero exit, no traceback,
 bounded memory; ConfigMap manifests, `--mps-root` and the empty mig-parted file.
 
-Every case runs in-process through the CLI's own entry point (`gpushare.cli.main`); one runs as a real
+Every case runs in-process through the CLI's own entry point (`gpushare.cli.main.main`); one runs as a real
 subprocess. A SIGALRM guard turns a hang into a failure instead of a stuck suite (a guard, not a timing
 assertion: it is far above what any case needs).
 """
@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from conftest import HANG_GUARD_SECONDS
 
-from gpushare.cli import main
+from gpushare.cli.main import main
 from gpushare.input_files import MAX_INPUT_BYTES
 
 MEMORY_BOUND_BYTES = 64 * 1024 * 1024  # tracemalloc peak; a 1 MiB input must not cost more

@@ -14,13 +14,15 @@ from conftest import PROJECT_DIR
 from gpu_pages import L20_NODE, L20_UUID, Gpu, dcgm_page, exporter_pod, mig_gpus, nvidia_smi_page, seed_gpus
 
 from gpushare import kube_names
-from gpushare.cluster_expectations import expected_cluster
 from gpushare.errors import GpushareError
-from gpushare.gpu_memory.budget import budget_findings, replicas_for
-from gpushare.gpu_memory.exporters import NamedExporter, parse_named
-from gpushare.gpu_memory.exporters import exporter_pod as recognise
-from gpushare.gpu_memory.observation import MemoryObservation
-from gpushare.gpu_memory.series import (
+from gpushare.stack.edit import NewMeasurement, edit_measurements, write_measurements
+from gpushare.stack.loading import load_stack_file
+from gpushare.verify.expectations import expected_cluster
+from gpushare.verify.memory_budget import budget_findings, replicas_for
+from gpushare.verify.memory_exporters import NamedExporter, parse_named
+from gpushare.verify.memory_exporters import exporter_pod as recognise
+from gpushare.verify.memory_observation import MemoryObservation
+from gpushare.verify.memory_series import (
     DCGM,
     NVIDIA_SMI,
     PageError,
@@ -30,8 +32,6 @@ from gpushare.gpu_memory.series import (
     readings,
     vector_samples,
 )
-from gpushare.gpu_memory.stack_edit import NewMeasurement, edit_measurements, write_measurements
-from gpushare.stack_config import load_stack_file
 
 H20_NODE = "10.0.1.13"
 

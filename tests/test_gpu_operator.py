@@ -11,7 +11,7 @@ import yaml
 from gpushare import gpu_operator
 from gpushare.plan import build_plan
 from gpushare.plugin_configs import plugin_config_entries
-from gpushare.stack_config import load_stack_file
+from gpushare.stack.loading import load_stack_file
 
 Doc = dict[str, Any]
 

@@ -2,7 +2,7 @@
 nothing written.
 
 Every case is a stack file a new user or an adversary could write. Each runs through the CLI's own
-entry point (`gpushare.cli.main`) as every command; a few run as real subprocesses. The expected
+entry point (`gpushare.cli.main.main`) as every command; a few run as real subprocesses. The expected
 first line is written down here, not taken from the code: it names the file, the exact key path (as
 `pulumi config set --path` writes it) and what is wrong.
 """
@@ -24,8 +24,9 @@ from typing import Any
 import pytest
 import yaml
 
-from gpushare import stack_config
-from gpushare.cli import main
+from gpushare.cli.main import main
+from gpushare.stack import fields as stack_fields
+from gpushare.stack import loading as stack_loading
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 PROD = yaml.safe_load((PROJECT_DIR / "Pulumi.prod.yaml").read_text())
@@ -636,7 +637,7 @@ COMMANDS = {
 
 @pytest.fixture(autouse=True)
 def _fixed_today(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(stack_config, "latest_date_on_earth", lambda: TODAY)
+    monkeypatch.setattr(stack_fields, "latest_date_on_earth", lambda: TODAY)
 
 
 def test_the_table_is_large_and_its_ids_unique() -> None:
@@ -666,7 +667,7 @@ def test_the_fixed_today_is_what_decides(tmp_path: Path) -> None:
     document = copy.deepcopy(PROD)
     document["config"]["gpushare:pools"][0]["sharing"]["measuredAt"] = TODAY.isoformat()
     (tmp_path / F).write_text(yaml.safe_dump(document))
-    assert stack_config.load_stack(tmp_path, "bad").pools[0].measurement is not None
+    assert stack_loading.load_stack(tmp_path, "bad").pools[0].measurement is not None
 
 
 # One real process per command (each already checked in-process above against the same line).
@@ -757,7 +758,7 @@ def test_pinned_image_references_are_accepted(image: str, tmp_path: Path) -> Non
     document = copy.deepcopy(PROD)
     document["config"]["gpushare:sharing"]["devicePlugin"]["image"] = image
     (tmp_path / "Pulumi.img.yaml").write_text(yaml.safe_dump(document))
-    assert stack_config.load_stack(tmp_path, "img").plugin.plugin_image == image
+    assert stack_loading.load_stack(tmp_path, "img").plugin.plugin_image == image
 
 
 def test_valid_labels_taints_and_secure_credentials_are_accepted(tmp_path: Path) -> None:
@@ -773,7 +774,7 @@ def test_valid_labels_taints_and_secure_credentials_are_accepted(tmp_path: Path)
     ]
     pool["sharing"]["measuredAt"] = "2025-06-01T10:00:00+08:00"
     (tmp_path / "Pulumi.ok.yaml").write_text(yaml.safe_dump(document))
-    stack = stack_config.load_stack(tmp_path, "ok")
+    stack = stack_loading.load_stack(tmp_path, "ok")
     assert stack.pools[0].labels["a_b.c-d"] == "A_b.C-9"
     assert stack.region == "ap-shanghai-fsi"
 

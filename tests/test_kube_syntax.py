@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpushare import kube_syntax
+from gpushare.stack import kube_syntax
 
 DIGEST = "sha256:" + "0123456789abcdef" * 4
 

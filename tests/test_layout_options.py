@@ -18,11 +18,12 @@ import pytest
 from conftest import PROJECT_DIR
 
 from gpushare import catalog
+from gpushare.advise.layout_options import LayoutOption, advise, better_layout, layout_option, mig_layouts
 from gpushare.catalog import GpuModel
-from gpushare.cli import main
+from gpushare.cli.main import main
 from gpushare.errors import GpushareError
-from gpushare.layout_options import LayoutOption, advise, better_layout, layout_option, mig_layouts
-from gpushare.stack_config import Mig, load_stack_file
+from gpushare.stack.loading import load_stack_file
+from gpushare.stack.model import Mig
 
 H20 = catalog.gpu("H20")
 SEED_MIB = 4621  # the seed's NLP process (nvidia-smi on the L20)

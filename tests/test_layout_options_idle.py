@@ -23,8 +23,8 @@ from __future__ import annotations
 import io
 
 from gpushare import catalog
-from gpushare.cli import main
-from gpushare.layout_options import advise
+from gpushare.advise.layout_options import advise
+from gpushare.cli.main import main
 
 
 def test_the_a30_leaves_out_the_14_layouts_with_a_1g_instance_for_8000_mib() -> None:

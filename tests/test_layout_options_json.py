@@ -10,7 +10,7 @@ from __future__ import annotations
 import io
 import json
 
-from gpushare.cli import main
+from gpushare.cli.main import main
 
 
 def test_headroom_per_slot_has_one_decimal() -> None:

@@ -24,7 +24,7 @@ from fake_apiserver import FakeApiServer
 from gpu_pages import L20_NODE, T4_NODE, exporter_objects, gpu_pod, seed_gpus
 from test_memory_budget import PROMETHEUS_PATH, prometheus_series
 
-from gpushare import cli
+from gpushare.cli import main as cli_main
 
 Obj = dict[str, Any]
 TODAY = datetime.now(UTC).date().isoformat()
@@ -68,7 +68,7 @@ def measure(
         server.pages = {}
         args += ["--prometheus", server.url + PROMETHEUS_PATH]
     out = io.StringIO()
-    code = cli.main(args, out=out)
+    code = cli_main.main(args, out=out)
     assert server.writes == [], "measure sent a write request"
     return code, json.loads(out.getvalue())
 
@@ -125,7 +125,7 @@ def test_write_changes_only_the_measurement_keys_and_plan_shows_the_new_replicas
         f"+        source: gpushare measure, peak 4000 MiB (one pod per GPU on node {T4_NODE}), {source}",
     ]
     out = io.StringIO()
-    assert cli.main(["plan", "--stack", "prod", "--dir", str(project), "--json"], out=out) == 0
+    assert cli_main.main(["plan", "--stack", "prod", "--dir", str(project), "--json"], out=out) == 0
     plan = json.loads(out.getvalue())
     assert [(p["name"], p["replicas"], p["slots"]) for p in plan["pools"]] == [("l20", 6, 6), ("t4", 3, 3)]
 
@@ -189,7 +189,7 @@ def test_prometheus_window_gives_the_peak_and_the_sample_count(
     )
     # The T4 at 7000 MiB gives 1 replica: the loader accepts the file (sharing off is a valid plan).
     out = io.StringIO()
-    assert cli.main(["plan", "--stack", "prod", "--dir", str(project), "--json"], out=out) == 0
+    assert cli_main.main(["plan", "--stack", "prod", "--dir", str(project), "--json"], out=out) == 0
 
 
 def test_a_peak_that_does_not_fit_the_gpu_is_refused(
@@ -209,7 +209,7 @@ def test_a_peak_that_does_not_fit_the_gpu_is_refused(
 def test_window_without_prometheus_is_a_usage_error(
     kubeconfig: Path, project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code = cli.main(measure_args(project, kubeconfig, "--window", "7d"))
+    code = cli_main.main(measure_args(project, kubeconfig, "--window", "7d"))
     assert code == 2
     assert capsys.readouterr().err == (
         "measure: --window needs --prometheus: an exporter page holds only the current value\n"
@@ -217,7 +217,7 @@ def test_window_without_prometheus_is_a_usage_error(
 
 
 def test_no_cluster_is_exit_2(project: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code = cli.main(measure_args(project, tmp_path / "none"))
+    code = cli_main.main(measure_args(project, tmp_path / "none"))
     assert code == 2
     assert capsys.readouterr().err.startswith("measure: cannot measure: cannot load the kube config")
 
@@ -233,7 +233,7 @@ def test_the_table_shows_peaks_refusals_and_the_new_plan(
     objects += exporter_objects("tke", seed_gpus(l20_used=35634, t4_used=4000))
     server.load(objects)
     out = io.StringIO()
-    assert cli.main(measure_args(project, kubeconfig, "--write"), out=out) == 1
+    assert cli_main.main(measure_args(project, kubeconfig, "--write"), out=out) == 1
     lines = out.getvalue().splitlines()
     assert lines[0] == "Peak per-pod GPU memory for stack prod, from the pod proxy"
     assert [line.split()[:6] for line in lines[2:6]] == [

@@ -32,8 +32,8 @@ from gpu_pages import (
 from prometheus_client.parser import text_string_to_metric_families
 from test_verify import prod_cluster, rendered
 
-from gpushare import cli
-from gpushare.gpu_memory import live
+from gpushare.cli import main as cli_main
+from gpushare.verify import memory_live as live
 
 Obj = dict[str, Any]
 PROMETHEUS_PATH = "/api/v1/namespaces/monitoring/services/prometheus-k8s:9090/proxy"
@@ -101,7 +101,7 @@ def run_verify(
         server.pages = {}  # Prometheus is the only source: a scrape of a page would be a bug
         args += ["--prometheus", server.url + PROMETHEUS_PATH]
     out = io.StringIO()
-    code = cli.main(args, out=out)
+    code = cli_main.main(args, out=out)
     assert server.writes == [], "verify sent a write request"
     assert all(method == "GET" for method, _ in server.requests)
     return code, json.loads(out.getvalue())
@@ -316,7 +316,7 @@ def test_an_exporter_that_hangs_is_cut_off(
     server.load(objects)
     server.page_delay = 0.5
     out = io.StringIO()
-    code = cli.main(["verify", "--stack", "prod", "--kubeconfig", str(kubeconfig), "--json"], out=out)
+    code = cli_main.main(["verify", "--stack", "prod", "--kubeconfig", str(kubeconfig), "--json"], out=out)
     report = json.loads(out.getvalue())
     assert code == 0
     assert [(o, m.split(": ", 1)[1]) for _, o, m in memory(report)] == [
@@ -424,7 +424,7 @@ def test_a_named_exporter_is_scraped(server: FakeApiServer, kubeconfig: Path, pr
 
 
 def test_a_bad_exporter_option_is_a_usage_error(kubeconfig: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code = cli.main(
+    code = cli_main.main(
         ["verify", "--stack", "prod", "--kubeconfig", str(kubeconfig), "--exporter", "just-a-name"]
     )
     assert code == 2
@@ -439,7 +439,7 @@ def test_prometheus_that_is_not_there(server: FakeApiServer, kubeconfig: Path, p
     out = io.StringIO()
     url = server.url + "/api/v1/namespaces/monitoring/pods/not-prometheus:9090/proxy"
     args = ["verify", "--stack", "prod", "--kubeconfig", str(kubeconfig), "--json", "--prometheus", url]
-    code = cli.main(args, out=out)
+    code = cli_main.main(args, out=out)
     assert code == 0
     assert memory(json.loads(out.getvalue())) == [
         (
@@ -452,7 +452,7 @@ def test_prometheus_that_is_not_there(server: FakeApiServer, kubeconfig: Path, p
 
 
 def test_prometheus_answering_a_matrix_is_refused(server: FakeApiServer, kubeconfig: Path) -> None:
-    from gpushare.gpu_memory.series import PageError, vector_samples
+    from gpushare.verify.memory_series import PageError, vector_samples
 
     with pytest.raises(PageError, match="resultType 'matrix', not a vector"):
         vector_samples({"status": "success", "data": {"resultType": "matrix", "result": []}}, "gpu_mem_usage")
@@ -483,7 +483,7 @@ def test_a_prometheus_on_another_host_gets_no_cluster_credentials(
             "--prometheus",
             prometheus.url,
         ]
-        assert cli.main(args, out=out) == 0
+        assert cli_main.main(args, out=out) == 0
         assert [o for _, o, _ in memory(json.loads(out.getvalue()))] == [f"node/{L20_NODE}"]
         assert set(server.authorization) == {"Bearer cluster-secret-token"}
         assert len(prometheus.requests) == 3 and set(prometheus.authorization) == {None}

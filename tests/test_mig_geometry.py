@@ -8,7 +8,7 @@ import pytest
 
 from gpushare.catalog import GPUS, GpuModel, MigProfile, gpu
 from gpushare.errors import GpushareError
-from gpushare.mig_geometry import (
+from gpushare.mig.geometry import (
     MigLayout,
     MigLayoutError,
     Placement,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from gpushare.catalog import GpuModel, MigProfile
-from gpushare.mig_geometry import MigLayoutError, Placement, fit_layout
+from gpushare.mig.geometry import MigLayoutError, Placement, fit_layout
 
 
 def _profile(name: str, profile_id: int, starts: tuple[int, ...]) -> MigProfile:

@@ -13,8 +13,9 @@ import pytest
 from conftest import shared_file
 
 from gpushare.catalog import gpu
+from gpushare.cli.validate import run_mig_validate_cli as run_validate_cli
 from gpushare.errors import GpushareError
-from gpushare.mig_parted import (
+from gpushare.mig.parted import (
     MigConfigEntry,
     MigPartedConfig,
     MigPartedConfigError,
@@ -22,7 +23,6 @@ from gpushare.mig_parted import (
     parse,
     parse_profile_name,
     render,
-    run_validate_cli,
     single_layout_config,
 )
 

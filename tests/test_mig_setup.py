@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES
 
-from gpushare import catalog, mig_setup
+from gpushare import catalog
+from gpushare.mig import setup as mig_setup
 
 H20 = catalog.gpu("H20")
 SEVEN = {"1g.12gb": 7}

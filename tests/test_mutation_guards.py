@@ -32,12 +32,13 @@ from conftest import FIXTURES, PROJECT_DIR
 from test_policies import Res, all_messages, engine_value, mandatory, messages_of
 
 from gpushare import catalog, kube_names
-from gpushare.cli import main
+from gpushare.cli.main import main
 from gpushare.errors import ConfigError
 from gpushare.offline.recorded import RecordedResource
 from gpushare.offline.render import RenderError, StackRun, render_files, run_stack
 from gpushare.plan import build_plan
-from gpushare.stack_config import DevicePlugin, load_stack_file
+from gpushare.stack.loading import load_stack_file
+from gpushare.stack.plugin_settings import DevicePlugin
 from gpushare.tuning import tune
 
 GUARDS_STACK = FIXTURES / "stacks" / "Pulumi.guards.yaml"

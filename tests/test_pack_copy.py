@@ -32,7 +32,7 @@ from gpushare.offline.check import analyzed_resources
 from gpushare.offline.manifests import schema_version
 from gpushare.offline.policy_model import AnalyzedResource, Diagnostic, PackReport
 from gpushare.offline.render import redacted_resources, run_stack
-from gpushare.stack_config import PROJECT
+from gpushare.stack.model import PROJECT
 
 # Whole processes (the pack, the CLI): make test-e2e, which CI runs after make test.
 pytestmark = pytest.mark.e2e

@@ -10,7 +10,7 @@ import pytest
 
 from gpushare import catalog
 from gpushare.plan import build_plan, capacity_json, capacity_table
-from gpushare.stack_config import load_stack_file
+from gpushare.stack.loading import load_stack_file
 
 
 def _plan(project_dir: Path, stack: str) -> Any:

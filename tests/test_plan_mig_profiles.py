@@ -15,7 +15,7 @@ import yaml
 from conftest import PROJECT_DIR
 
 from gpushare.plan import build_plan, capacity_json
-from gpushare.stack_config import load_stack_file
+from gpushare.stack.loading import load_stack_file
 
 
 def test_profiles_at_equal_counts_are_ordered_by_name(tmp_path: Path) -> None:

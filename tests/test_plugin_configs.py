@@ -15,7 +15,7 @@ import yaml
 
 from gpushare.plan import build_plan
 from gpushare.plugin_configs import config_checksum, plugin_config_entries
-from gpushare.stack_config import load_stack_file
+from gpushare.stack.loading import load_stack_file
 
 TIME_SLICED_L20 = (
     "version: v1\nflags:\n  migStrategy: none\nsharing:\n  timeSlicing:\n    renameByDefault: false\n"

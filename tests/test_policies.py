@@ -55,7 +55,8 @@ from gpushare.resource_types import (
     HELM_RELEASE,
     TENCENTCLOUD_PROVIDER,
 )
-from gpushare.stack_config import StackConfig, load_stack_file
+from gpushare.stack.loading import load_stack_file
+from gpushare.stack.model import StackConfig
 from gpushare_policies import rules
 from gpushare_policies.config_files import modelled_plugin_version
 from gpushare_policies.props import SECRET_SIGNATURE, SECRET_SIGNATURE_KEY, Resource

@@ -1,4 +1,4 @@
-"""gpushare/pool_snippet.py: the `gpushare:pools` entry printed for a layout option, as a user pastes it
+"""gpushare/advise/pool_snippet.py: the `gpushare:pools` entry printed for a layout option, as a user pastes it
 under `config:`. T4 at 4401 MiB: floor(0.9 x 15360 / 4401) = floor(3.14) = 3 slots per GPU (the seed)."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ import pytest
 import yaml
 
 from gpushare import catalog
+from gpushare.advise.layout_options import LayoutOption, advise
+from gpushare.advise.pool_snippet import PoolSnippet, render_pools
 from gpushare.errors import GpushareError
-from gpushare.layout_options import LayoutOption, advise
-from gpushare.pool_snippet import PoolSnippet, render_pools
-from gpushare.stack_config import Pool
+from gpushare.stack.model import Pool
 
 
 def option(gpu: str, measured: int, mode: str) -> LayoutOption:

@@ -40,7 +40,8 @@ from gpushare.offline.recorded import ProgramRun, RecordedResource
 from gpushare.offline.render import RenderResult
 from gpushare.plan import build_plan
 from gpushare.plugin_configs import plugin_config_entries
-from gpushare.stack_config import GpuDriver, StackConfig, load_stack_file
+from gpushare.stack.loading import load_stack_file
+from gpushare.stack.model import GpuDriver, StackConfig
 
 # Property names are lowerCamelCase identifiers; map keys (labels, `gpu_args.cudnn`'s `doc_name`) are not
 # converted: they contain `.`, `/`, `-` or `_`, or are single lower-case words, which convert to themselves.

@@ -17,7 +17,7 @@ import pytest
 import yaml
 from conftest import HELM_MIG, PROJECT_DIR, STACKS, stack_file
 
-from gpushare import cli
+from gpushare.cli import main as cli_main
 from gpushare.errors import ConfigError
 from gpushare.offline.manifests import (
     ManifestSchemaError,
@@ -29,7 +29,7 @@ from gpushare.offline.manifests import (
 from gpushare.offline.program_mocks import GET_CLUSTERS
 from gpushare.offline.render import REDACTED, RenderError, RenderResult, render_stack, run_stack
 from gpushare.offline.stack_files import SECRET_PLACEHOLDER
-from gpushare.stack_config import load_stack_file
+from gpushare.stack.loading import load_stack_file
 
 SCHEMA = "1.30.0"
 CONFIG_MAP = "manifests/configmap_kube-system_time-slicing-config.yaml"
@@ -526,7 +526,7 @@ def test_a_broken_stack_file_exits_1_with_the_validators_message(
         load_stack_file(stack_file, "prod")
     out = tmp_path / "out"
 
-    code = cli.main(["render", "--stack", "prod", "--out", str(out), "--dir", str(project)])
+    code = cli_main.main(["render", "--stack", "prod", "--out", str(out), "--dir", str(project)])
     captured = capsys.readouterr()
     assert code == 1
     assert captured.err == f"{expected.value}\n"
@@ -535,7 +535,7 @@ def test_a_broken_stack_file_exits_1_with_the_validators_message(
     assert not out.exists()
 
     # A missing stack file is unreadable input: 2, as for every command.
-    assert cli.main(["render", "--stack", "nope", "--out", str(out), "--dir", str(project)]) == 2
+    assert cli_main.main(["render", "--stack", "nope", "--out", str(out), "--dir", str(project)]) == 2
     assert capsys.readouterr().err.startswith("Pulumi.nope.yaml: no such stack file")
     assert not out.exists()
 

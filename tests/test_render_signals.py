@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from gpushare.cli import main
+from gpushare.cli.main import main
 from gpushare.offline import render
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent

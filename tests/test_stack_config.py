@@ -10,7 +10,9 @@ import pytest
 from conftest import HELM_MIG
 
 from gpushare.errors import ConfigError
-from gpushare.stack_config import DevicePlugin, Mig, TimeSlicing, default_managed_action, load_stack_file
+from gpushare.stack.loading import load_stack_file
+from gpushare.stack.model import Mig, TimeSlicing
+from gpushare.stack.plugin_settings import DevicePlugin, default_managed_action
 
 Doc = dict[str, Any]
 

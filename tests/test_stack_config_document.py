@@ -14,7 +14,7 @@ import pytest
 from conftest import PROJECT_DIR
 
 from gpushare.errors import ConfigError
-from gpushare.stack_config import load_stack_file
+from gpushare.stack.loading import load_stack_file
 
 FOUR_MIB = 4_194_304
 SHAPE_ERROR = "Pulumi.bad.yaml: expected a mapping with a `config:` mapping"

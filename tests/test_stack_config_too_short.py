@@ -16,7 +16,7 @@ import pytest
 import yaml
 from conftest import PROJECT_DIR
 
-from gpushare.cli import main
+from gpushare.cli.main import main
 
 PROD = yaml.safe_load((PROJECT_DIR / "Pulumi.prod.yaml").read_text())
 F = "Pulumi.bad.yaml"

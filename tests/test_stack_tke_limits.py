@@ -11,7 +11,7 @@ import pytest
 
 from gpushare import catalog
 from gpushare.errors import ConfigError
-from gpushare.stack_config import load_stack_file
+from gpushare.stack.loading import load_stack_file
 
 Doc = dict[str, Any]
 

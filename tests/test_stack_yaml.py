@@ -1,4 +1,4 @@
-"""gpushare/stack_yaml.py: a stack file's scalars as the Pulumi CLI (gopkg.in/yaml.v3, YAML 1.2's core
+"""gpushare/stack/yaml.py: a stack file's scalars as the Pulumi CLI (gopkg.in/yaml.v3, YAML 1.2's core
 schema) reads them, not as PyYAML's YAML 1.1 would. Expected values from the YAML 1.2 core schema
 (yaml.org/spec/1.2.2, 10.3.2) and Go's strconv.ParseInt(s, 0, 64), which yaml.v3 uses for ints."""
 
@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from gpushare.stack_yaml import load_cli_yaml
+from gpushare.stack.yaml import load_cli_yaml
 
 
 @pytest.mark.parametrize(

@@ -139,7 +139,7 @@ def test_a_row_one_cell_short_is_one_error_through_tune(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], csv_text: str, row: str
 ) -> None:
     """`tune --from-nvidia-smi` on a CSV whose row lacks the used_memory cell (a truncated paste)."""
-    from gpushare.cli import main
+    from gpushare.cli.main import main
 
     path = tmp_path / "apps.csv"
     path.write_text(csv_text)

@@ -1,4 +1,4 @@
-"""gpushare/validate_cli.py: `gpushare validate device-plugin-config` over a Kubernetes manifest, as a user
+"""gpushare/cli/validate.py: `gpushare validate device-plugin-config` over a Kubernetes manifest, as a user
 runs it on `kubectl get configmap -o yaml` output. Exit codes: 0 valid, 1 a key is invalid, 2 nothing to
 validate or the file cannot be read."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gpushare.cli import main
+from gpushare.cli.main import main
 
 VALID = "version: v1\\nsharing:\\n  timeSlicing:\\n    resources:\\n    - name: nvidia.com/gpu\\n      replicas: 8\\n"
 

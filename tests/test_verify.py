@@ -25,13 +25,16 @@ from conftest import PROJECT_DIR
 from fake_apiserver import FakeApiServer, label_selector_matches
 from gpu_pages import exporter_objects, mig_gpus, seed_gpus
 
-from gpushare import cli, kube_names
-from gpushare.cluster_expectations import ObjectRef, PluginWorkload, expected_cluster
+from gpushare import kube_names
+from gpushare.cli import main as cli_main
 from gpushare.offline.manifests import extract_helm_releases, extract_manifests
 from gpushare.offline.render import NODE_POOL_TYPE, run_stack
 from gpushare.plugin_configs import config_checksum
-from gpushare.stack_config import from_config_values, load_stack_file
-from gpushare.verify_checks import ClusterSnapshot, age, run_checks
+from gpushare.stack.loading import from_config_values, load_stack_file
+from gpushare.verify.checks import run_checks
+from gpushare.verify.expectations import ObjectRef, PluginWorkload, expected_cluster
+from gpushare.verify.objects import age
+from gpushare.verify.report import ClusterSnapshot
 
 Obj = dict[str, Any]
 NOW = datetime.now(UTC)
@@ -335,7 +338,7 @@ def verify(
     server.load(objects, forbidden)
     out = io.StringIO()
     args = ["verify", "--stack", stack, "--kubeconfig", str(kubeconfig), "--json", "--dir", str(project_dir)]
-    code = cli.main(args, out=out)
+    code = cli_main.main(args, out=out)
     assert server.writes == [], "verify sent a write request"
     return code, json.loads(out.getvalue())
 
@@ -373,7 +376,7 @@ def test_table_shows_pools_planned_and_allocatable(
     find(prod, "Node", T4_NODE)["status"]["allocatable"]["nvidia.com/gpu"] = "1"
     server.load(prod)
     out = io.StringIO()
-    code = cli.main(["verify", "--stack", "prod", "--kubeconfig", str(kubeconfig)], out=out)
+    code = cli_main.main(["verify", "--stack", "prod", "--kubeconfig", str(kubeconfig)], out=out)
     text = out.getvalue()
     assert code == 1
     rows = [line.split() for line in text.splitlines()]
@@ -682,7 +685,7 @@ def test_cannot_check_exits_2_with_one_line(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     def run(*args: str) -> tuple[int, str]:
-        code = cli.main(["verify", *args], out=io.StringIO())
+        code = cli_main.main(["verify", *args], out=io.StringIO())
         return code, capsys.readouterr().err
 
     server.load(prod, forbidden=(("nodes", None),))

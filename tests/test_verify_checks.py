@@ -1,4 +1,4 @@
-"""gpushare/verify_checks.py on its own: which pods `gpu-pending-pods` names, from pods and events as the API
+"""gpushare/verify/workload_checks.py on its own: which pods `gpu-pending-pods` names, from pods and events as the API
 server lists them (the shapes of `kubectl get pod -o json` and `kubectl get events -o json`).
 
 A FailedScheduling event outlives the wait it reported: Kubernetes keeps events for an hour (kube-apiserver
@@ -26,7 +26,7 @@ from test_verify import (  # the prod cluster and its fake API server (module fi
     verify,
 )
 
-from gpushare.verify_checks import gpu_pending_pods
+from gpushare.verify.workload_checks import gpu_pending_pods
 
 __all__ = ["kubeconfig", "prod", "prod_render", "server"]  # fixtures used by name below
 

@@ -21,7 +21,8 @@ import test_verify
 from fake_apiserver import FakeApiServer, Reply
 from test_verify import PROJECT_DIR, Obj, checks
 
-from gpushare import cli, cluster_reader
+from gpushare.cli import main as cli_main
+from gpushare.verify import reader as cluster_reader
 
 FORBIDDEN_BUT_NODES = tuple(
     (plural, None)
@@ -49,7 +50,7 @@ def run_loaded(kubeconfig: Path, *extra: str) -> tuple[int, str, str, float]:
     started = time.monotonic()
     stderr, sys.stderr = sys.stderr, err
     try:
-        code = cli.main(
+        code = cli_main.main(
             ["verify", "--stack", "prod", "--kubeconfig", str(kubeconfig), "--dir", str(PROJECT_DIR), *extra],
             out=out,
         )

@@ -1,4 +1,4 @@
-"""`rollout-stuck` (gpushare/verify_checks.py) on the owners of a GPU-Pending pod that are NOT frozen
+"""`rollout-stuck` (gpushare/verify/checks.py) on the owners of a GPU-Pending pod that are NOT frozen
 rollouts: a StatefulSet whose update is done (a scale-up waits for a GPU), one whose status has no
 `updateRevision` yet, and a ReplicaSet whose Deployment was not read. Each is the pod's
 `gpu-pending-pods` finding alone: the pod waits, but no release is frozen behind it.
@@ -20,9 +20,10 @@ from conftest import PROJECT_DIR
 from test_verify import NOW, SCHEDULER_MESSAGE, stamp
 from test_verify_checks import pod
 
-from gpushare.cluster_expectations import ObjectRef, expected_cluster
-from gpushare.stack_config import load_stack_file
-from gpushare.verify_checks import ClusterSnapshot, run_checks
+from gpushare.stack.loading import load_stack_file
+from gpushare.verify.checks import run_checks
+from gpushare.verify.expectations import ObjectRef, expected_cluster
+from gpushare.verify.report import ClusterSnapshot
 
 Obj = dict[str, Any]
 

@@ -21,13 +21,15 @@ import pytest
 import yaml
 from conftest import FIXTURE_STACKS, PROJECT_DIR
 
-from gpushare import kube_names, stack_config
-from gpushare.cli import main
+from gpushare import kube_names
+from gpushare.cli.main import main
 from gpushare.errors import ConfigError
 from gpushare.offline.recorded import ProgramRun
 from gpushare.offline.render import run_stack
 from gpushare.offline.stack_files import load_stack_config
-from gpushare.stack_config import TimeSlicing, load_stack_file
+from gpushare.stack import reader as stack_reader
+from gpushare.stack.loading import load_stack_file
+from gpushare.stack.model import TimeSlicing
 
 STACK = "yaml-types"
 FIXTURE = FIXTURE_STACKS / f"Pulumi.{STACK}.yaml"
@@ -246,13 +248,13 @@ def test_a_stack_file_one_byte_over_the_bound_is_refused_not_cut_and_parsed(tmp_
     """The fixture, then a comment up to the bound + 1 byte: read to the bound only, it would parse."""
     path = tmp_path / "Pulumi.big.yaml"
     head = TEXT + "#"
-    path.write_text(head + "x" * (stack_config.MAX_STACK_FILE_BYTES + 1 - len(head.encode())))
-    assert path.stat().st_size == stack_config.MAX_STACK_FILE_BYTES + 1
+    path.write_text(head + "x" * (stack_reader.MAX_STACK_FILE_BYTES + 1 - len(head.encode())))
+    assert path.stat().st_size == stack_reader.MAX_STACK_FILE_BYTES + 1
     with pytest.raises(ConfigError) as caught:
         load_stack_file(path)
     assert str(caught.value) == "Pulumi.big.yaml: larger than 4 MiB; not a stack file"
     exact = tmp_path / "Pulumi.exact.yaml"
-    exact.write_text(head + "x" * (stack_config.MAX_STACK_FILE_BYTES - len(head.encode())))
+    exact.write_text(head + "x" * (stack_reader.MAX_STACK_FILE_BYTES - len(head.encode())))
     assert load_stack_file(exact).pools[0].name == "l20"
 
 

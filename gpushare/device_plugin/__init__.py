@@ -30,13 +30,14 @@ Modules, each importing only those above it:
 - `model`: the typed structs, versions, constants, `DevicePluginConfigError`, `advertised_resources`;
 - `go_compat`: go-yaml v2 / encoding/json / strconv / time rules, independent of the config schema;
 - `flags`: the flag table, CLI/env overrides and their merge with the file, `validateFlags`;
-- `decode`: `parse` (file -> model, then flags), value rules for names and devices;
+- `values`: the value rules for resource names and device references;
+- `decode`: `parse` (file -> model, then flags);
 - `rendering`: `render` (model -> file), `validate_config` and the builders the program uses.
-The `validate` command's file handling lives in `gpushare.validate_cli`. This package re-exports the public
+The `validate` command's file handling lives in `gpushare.cli.validate`. This package re-exports the public
 names of those modules so callers can write `from gpushare import device_plugin`.
 """
 
-from gpushare.device_plugin.decode import is_device_reference, parse, qualify_resource_name
+from gpushare.device_plugin.decode import parse
 from gpushare.device_plugin.flags import effective_flags, flag_overrides
 from gpushare.device_plugin.go_compat import format_go_duration, parse_go_duration
 from gpushare.device_plugin.model import (
@@ -72,6 +73,7 @@ from gpushare.device_plugin.model import (
     version_at_least,
 )
 from gpushare.device_plugin.rendering import exclusive_config, render, time_slicing_config, validate_config
+from gpushare.device_plugin.values import is_device_reference, qualify_resource_name
 
 __all__ = [
     "API_VERSION",

@@ -18,7 +18,6 @@ says in one line which release, chart and version, and every place that was look
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import shutil
@@ -137,11 +136,6 @@ class ChartSources:
             cache_dir=_default_cache(environ),
             download=download and download_setting not in _DOWNLOAD_OFF,
         )
-
-    @classmethod
-    def from_arguments(cls, args: argparse.Namespace) -> ChartSources:
-        """From the `--chart-dir` and `--no-download` options of `render` and `check` (`gpushare.cli`)."""
-        return cls.from_environment(args.chart_dir or (), download=not args.no_download)
 
     def cache_entry(self, request: ChartRequest) -> Path | None:
         """`<cache>/<chart>-<version>`; None without a cache, or for a name or version that is no plain

@@ -13,31 +13,28 @@ holding its values; the pack sees what the chart creates only here.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
-from gpushare.errors import GpushareError, UnreadableInputError
+from gpushare.errors import GpushareError
 from gpushare.offline import pack_process, policy_driver
 from gpushare.offline.chart_render import ChartObject, RenderedRelease, render_releases
 from gpushare.offline.chart_sources import ChartSources
 from gpushare.offline.manifests import schema_version
-from gpushare.offline.policy_config import load_policy_config_file
 from gpushare.offline.policy_model import (
     AnalyzedResource,
     PackReport,
-    PolicyConfigError,
     PolicyDriverError,
     PolicyPackStartError,
     ProviderInfo,
-    UnreadablePolicyConfigError,
 )
 from gpushare.offline.recorded import RecordedResource, engine_urn, is_unknown
 from gpushare.offline.render import StackRun, at_secret_paths, redacted_resources, run_stack, validated_stack
-from gpushare.stack_config import CONFIG_ENV_LIMIT_BYTES, PROJECT, StackConfig
+from gpushare.stack.loading import CONFIG_ENV_LIMIT_BYTES
+from gpushare.stack.model import PROJECT, StackConfig
 
 POLICY_PACK_DIR = "policies"
 
@@ -198,31 +195,3 @@ def check_stack(
         raise CheckError(str(err)) from None
     warnings = tuple(line for release in releases for line in release.warning_lines())
     return CheckResult(stack=stack, report=report, chart_warnings=warnings)
-
-
-def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
-    policy_config = None
-    if args.policy_config:
-        try:
-            policy_config = load_policy_config_file(Path(args.policy_config))
-        except UnreadablePolicyConfigError as err:  # its message names the file already
-            raise UnreadableInputError(str(err)) from None
-        except PolicyConfigError as err:
-            raise CheckError(str(err)) from None
-        except (OSError, ValueError, PolicyDriverError) as err:
-            raise CheckError(str(err), source=args.policy_config) from None
-    result = check_stack(
-        Path(args.dir),
-        args.stack,
-        policy_config=policy_config,
-        chart_sources=ChartSources.from_arguments(args),
-    )
-    report = result.report
-    for warning in result.chart_warnings:
-        sys.stderr.write(warning + "\n")
-    out.write(policy_driver.format_report(report))
-    out.write(
-        f"\nStack {args.stack}: {len(report.mandatory)} mandatory and {len(report.advisory)} advisory "
-        f"violation(s) from {len(report.policies)} policies.\n"
-    )
-    return 0 if result.passed else 1

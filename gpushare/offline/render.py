@@ -20,11 +20,14 @@ Everything is assembled and checked in memory, written to a temporary directory 
 then renamed into place, so a failed render leaves DIR as it was. Ctrl-C and SIGTERM remove the
 temporary directory on the way out; one left by a SIGKILLed render is swept by the next render of DIR
 (renders into one parent directory take turns on a lock, so a live render's is never swept).
+
+One concern at ~600 lines, kept whole: the secret checks, the files and the atomic replace all work on
+the one in-memory render and share its error (`RenderError`) and its file names; the command's report is
+`gpushare.cli.render`'s.
 """
 
 from __future__ import annotations
 
-import argparse
 import base64
 import binascii
 import contextlib
@@ -35,22 +38,20 @@ import os
 import re
 import shutil
 import signal
-import sys
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any, Final, TextIO
+from typing import Any, Final
 
 import pulumi
 
-from gpushare import mig_setup, resource_types
-from gpushare.config_size import warn_config_size
+from gpushare import resource_types
 from gpushare.errors import GpushareError
+from gpushare.mig import setup as mig_setup
 from gpushare.offline.chart_render import ChartObject, RenderedRelease, render_releases
 from gpushare.offline.chart_sources import ChartSources
 from gpushare.offline.manifests import (
-    HELM_VALUES_SUFFIX,
     dump_yaml,
     extract_helm_releases,
     extract_manifests,
@@ -62,8 +63,8 @@ from gpushare.offline.mock_run import run_program
 from gpushare.offline.program_mocks import program_mocks
 from gpushare.offline.recorded import ProgramRun, RecordedResource
 from gpushare.offline.stack_files import SECRET_PLACEHOLDER, load_stack_config
-from gpushare.plan import capacity_table
-from gpushare.stack_config import StackConfig, load_stack
+from gpushare.stack.loading import load_stack
+from gpushare.stack.model import StackConfig
 
 __all__ = [
     "NODE_POOL_TYPE",
@@ -71,7 +72,6 @@ __all__ = [
     "RenderError",
     "RenderResult",
     "StackRun",
-    "cmd_render",
     "redacted_inputs",
     "redacted_resources",
     "render_files",
@@ -617,36 +617,3 @@ def release_summary(rendered: RenderedRelease) -> str:
         return line + ", each valid against the schema of its kind (Kubernetes or the chart's CRDs)"
     kinds = ", ".join(sorted({f"{o.api_version} {o.kind}" for o in unvalidated}))
     return line + f"; {len(unvalidated)} NOT validated (no schema at hand knows {kinds})"
-
-
-def cmd_render(args: argparse.Namespace, out: TextIO) -> int:
-    result = render_stack(
-        Path(args.dir), args.stack, Path(args.out), chart_sources=ChartSources.from_arguments(args)
-    )
-    if result.config is not None:
-        warn_config_size(result.config)
-    in_manifests = [file for file in result.files if file.startswith(f"{MANIFESTS_DIR}/")]
-    helm_values = sum(1 for file in in_manifests if file.endswith(HELM_VALUES_SUFFIX))
-    chart_objects = sum(len(r.objects) for r in result.releases)
-    objects = len(in_manifests) - helm_values - chart_objects
-    schema = f"the Kubernetes {result.kubernetes_schema.rpartition('.')[0]} schema (strict)"
-    # A stack whose objects all come from a chart (dev's) has none of its own: "0 objects valid" reads as
-    # a failure, so the line says where its objects are instead.
-    own = (
-        f"{objects} Kubernetes object{'' if objects == 1 else 's'} valid against {schema}"
-        if objects
-        else "no Kubernetes objects of its own (its Helm releases' are below)"
-    )
-    out.write(
-        f"Rendered stack {result.stack} into {args.out}: {len(result.resources)} resources, "
-        f"{len(result.files)} files; {own}"
-        + (f", {helm_values} Helm values file{'' if helm_values == 1 else 's'}" if helm_values else "")
-        + "\n"
-    )
-    for rendered in result.releases:
-        out.write(release_summary(rendered) + "\n")
-        for warning in rendered.warning_lines():
-            sys.stderr.write(warning + "\n")
-    out.write(f"\n{result.tree}\n\n")
-    out.write(f"Capacity plan for stack {result.stack}\n\n{capacity_table(result.capacity)}\n")
-    return 0

@@ -16,8 +16,8 @@ from typing import Any, Final
 import yaml
 
 from gpushare import input_files, yaml_bounds
-from gpushare.stack_config import MAX_STACK_FILE_BYTES
-from gpushare.stack_yaml import load_cli_yaml
+from gpushare.stack.reader import MAX_STACK_FILE_BYTES
+from gpushare.stack.yaml import load_cli_yaml
 
 SECRET_PLACEHOLDER: Final = "[secret]"
 """What `load_stack_config` returns for a `secure:` value (it never decrypts)."""

@@ -15,7 +15,7 @@ from typing import Final
 
 from pulumi_policy import EnforcementLevel, ReportViolation, StackValidationArgs, StackValidationPolicy
 
-from gpushare.stack_config import PROJECT
+from gpushare.stack.model import PROJECT
 from gpushare_policies.config_files import read_plugin_config
 from gpushare_policies.stack_view import StackView, view_of
 from gpushare_policies.workloads import TKE_DAEMON_SET

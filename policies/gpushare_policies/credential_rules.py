@@ -8,7 +8,7 @@ inputs (tencentcloud_iac_pulumi/provider.py). So the rule asks where a credentia
 - a value equal to the environment variable the pack also sees came from the environment: fine;
 - a value equal to the stack config's `tencentcloud:<name>`: fine if that key is a secret (checked below);
 - any other value was typed into the program (or read from some plain file): a violation.
-Stack config: every key gpushare requires to be secret (`gpushare.stack_config.SECRET_KEYS`) must be a
+Stack config: every key gpushare requires to be secret (`gpushare.stack.credentials.SECRET_KEYS`) must be a
 secret key (see policies/gpushare_policies/settings.py for where the pack learns which keys are secret; when it cannot
 tell, it does not guess).
 """
@@ -23,7 +23,8 @@ from typing import Any, Final
 from pulumi_policy import ReportViolation, StackValidationArgs, StackValidationPolicy
 
 from gpushare.resource_types import TENCENTCLOUD_PROVIDER
-from gpushare.stack_config import SECRET_KEYS, stack_file_name
+from gpushare.stack.credentials import SECRET_KEYS
+from gpushare.stack.loading import stack_file_name
 from gpushare_policies.props import Resource, from_engine, is_secret_envelope, raw_item, text
 from gpushare_policies.settings import current_stack
 

@@ -2,7 +2,7 @@
 
 A time-sliced MIG pool whose layout yields fewer slots than another layout with at least as many
 instances, for the same measurement and ceiling, leaves memory unused without buying isolation. The
-layouts and their slots come from `gpushare.layout_options` (what `python -m gpushare advise` prints):
+layouts and their slots come from `gpushare.advise.layout_options` (what `python -m gpushare advise` prints):
 every layout the GPU's geometry allows, slots by the one tuning rule.
 
 Layouts are read from the stack config's MIG pools and from the mig-parted ConfigMaps labelled with a
@@ -18,10 +18,11 @@ from typing import Any, Final
 
 from pulumi_policy import EnforcementLevel, ReportViolation, StackValidationArgs, StackValidationPolicy
 
-from gpushare import catalog, kube_names, mig_parted
+from gpushare import catalog, kube_names
+from gpushare.advise.layout_options import advise, better_layout, layout_option
 from gpushare.errors import GpushareError
-from gpushare.layout_options import advise, better_layout, layout_option
-from gpushare.stack_config import Mig, Pool
+from gpushare.mig import parted as mig_parted
+from gpushare.stack.model import Mig, Pool
 from gpushare_policies.config_files import YAML_FAILURES
 from gpushare_policies.props import dig, string_map
 from gpushare_policies.reporting import report_once

@@ -21,10 +21,11 @@ from typing import Final
 
 from pulumi_policy import ReportViolation, StackValidationArgs, StackValidationPolicy
 
-from gpushare import kube_names, mig_parted
+from gpushare import kube_names
 from gpushare.errors import GpushareError
-from gpushare.mig_parted import MigPartedConfig
-from gpushare.stack_config import MIG_CONFIG_ALL_DISABLED
+from gpushare.mig import parted as mig_parted
+from gpushare.mig.parted import MigPartedConfig
+from gpushare.stack.plugin_settings import MIG_CONFIG_ALL_DISABLED
 from gpushare_policies.config_files import ConfigSource
 from gpushare_policies.props import UNKNOWN, boolean, dig, mapping, string_map, text
 from gpushare_policies.reporting import report_once

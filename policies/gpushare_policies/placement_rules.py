@@ -14,12 +14,13 @@ from typing import Any, Final
 
 from pulumi_policy import ReportViolation, StackValidationArgs, StackValidationPolicy
 
-from gpushare import catalog, gpu_driver, kube_names, mig_parted
+from gpushare import catalog, gpu_driver, kube_names
 from gpushare.catalog import GpuModel
 from gpushare.errors import GpushareError
-from gpushare.mig_geometry import fit_layout
+from gpushare.mig import parted as mig_parted
+from gpushare.mig.geometry import fit_layout
 from gpushare.plan import FALLBACK_KEY
-from gpushare.stack_config import PROJECT
+from gpushare.stack.model import PROJECT
 from gpushare.yaml_bounds import safe_load_bounded
 from gpushare_policies.config_files import YAML_FAILURES, ConfigSource, read_plugin_config
 from gpushare_policies.props import dig, mapping, string_map, text

@@ -3,7 +3,7 @@
 The stack config reaches a pack the way it reaches the program: the CLI puts the whole stack config
 (`namespace:key` -> string, secrets in plain text) in the `PULUMI_CONFIG` environment variable, and
 `pulumi.policy`'s `__main__` copies it into the runtime config. The rules read the variable themselves
-and validate it with the program's own model (`gpushare.stack_config.from_config_values`), so a value
+and validate it with the program's own model (`gpushare.stack.loading.from_config_values`), so a value
 means the same to the pack as to the program; reading it from the environment also keeps the rules
 testable without a Pulumi runtime.
 
@@ -28,15 +28,9 @@ from typing import Any, Final
 from pulumi_policy import PolicyConfigSchema, ReportViolation
 
 from gpushare.errors import GpushareError
-from gpushare.stack_config import (
-    PROJECT,
-    SECRET_KEYS,
-    Pool,
-    Sharing,
-    StackConfig,
-    from_config_values,
-    stack_file_name,
-)
+from gpushare.stack.credentials import SECRET_KEYS
+from gpushare.stack.loading import from_config_values, stack_file_name
+from gpushare.stack.model import PROJECT, Pool, Sharing, StackConfig
 from gpushare.tuning import DEFAULT_CEILING
 
 CEILING_PROPERTY: Final = "utilizationCeiling"

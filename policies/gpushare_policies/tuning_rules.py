@@ -16,7 +16,7 @@ replicas still satisfy the rule for the recorded measurement, and a deploy must 
 the calendar moved (an urgent fix or rollback would be blocked); an old measurement is a review matter.
 The age limit is the policy config's `maxMeasurementAgeDays`; a stack that sets its own
 `sharing.maxMeasurementAgeDays` can only tighten it. Ages count to the stack loader's today (the calendar
-day in UTC+14, `gpushare.stack_config.latest_date_on_earth`), so a measurement the loader accepts is never
+day in UTC+14, `gpushare.stack.fields.latest_date_on_earth`), so a measurement the loader accepts is never
 "in the future" here; a limit of N days advises from day N + 1 on.
 """
 
@@ -29,11 +29,12 @@ from typing import Any, Final
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
 
-from gpushare import catalog, stack_config
+from gpushare import catalog
 from gpushare.catalog import GpuModel, MigProfile
 from gpushare.errors import GpushareError
 from gpushare.plan import FALLBACK_KEY, GPU_RESOURCE
-from gpushare.stack_config import PROJECT, Mig
+from gpushare.stack import fields as stack_fields
+from gpushare.stack.model import PROJECT, Mig
 from gpushare.tuning import MIN_SHARED_REPLICAS, max_replicas
 from gpushare_policies.config_files import ConfigSource, PluginConfigView, SharedEntry, read_plugin_config
 from gpushare_policies.props import integer, items, resource_of, text
@@ -294,7 +295,7 @@ def _check_measurement_age(args: ResourceValidationArgs, report_violation: Repor
         limit = min(limit, stack.config.sharing.max_measurement_age_days)
     # The loader's today (UTC+14, the latest calendar day on Earth): a measuredAt it accepts as not in the
     # future is never in the future here either. Tests fix it by replacing that one function.
-    today = stack_config.latest_date_on_earth()
+    today = stack_fields.latest_date_on_earth()
     for source, key, view in _shared_entries(args):
         if not view.shared:
             continue

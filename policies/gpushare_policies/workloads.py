@@ -25,7 +25,8 @@ from typing import Any, Final
 from gpushare import catalog, device_plugin, kube_names, plugin_pod
 from gpushare.catalog import GpuModel
 from gpushare.resource_types import CONFIG_MAP, DAEMON_SET, DAEMON_SET_PATCH, HELM_RELEASE, NODE_POOL
-from gpushare.stack_config import OPERATOR_CHART_PLUGIN_VERSIONS, TKE_PLUGIN_IMAGE, Pool
+from gpushare.stack.model import Pool
+from gpushare.stack.plugin_settings import OPERATOR_CHART_PLUGIN_VERSIONS, TKE_PLUGIN_IMAGE
 from gpushare_policies.config_files import (
     DEFAULT_PLUGIN_VERSION,
     NEWEST_PLUGIN_VERSION,

@@ -1,0 +1,38 @@
+"""`python -m gpushare plan --stack NAME`: the capacity plan of a stack (no Pulumi, no cluster)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any, TextIO
+
+from gpushare.cli.arguments import add_command, stack_arguments
+from gpushare.cli.config_size import warn_config_size
+from gpushare.plan import build_plan, capacity_json, capacity_table
+from gpushare.stack.loading import load_stack
+
+
+def cmd_plan(args: argparse.Namespace, out: TextIO) -> int:
+    stack = load_stack(Path(args.dir), args.stack)
+    warn_config_size(stack)
+    capacity = capacity_json(build_plan(stack))
+    if args.json:
+        json.dump(capacity, out, indent=2)
+        out.write("\n")
+    else:
+        out.write(f"Capacity plan for stack {args.stack} ({stack.source})\n\n{capacity_table(capacity)}\n")
+    return 0
+
+
+def add_parser(sub: Any) -> None:
+    p = add_command(
+        sub,
+        "plan",
+        "the capacity plan of a stack",
+        "Replicas, slots and memory per pool of a stack, from its measurements and the catalog (no Pulumi, "
+        "no cluster): the table `render` prints and writes to capacity.json.",
+    )
+    stack_arguments(p)
+    p.add_argument("--json", action="store_true", help="the plan as JSON, as capacity.json holds it")
+    p.set_defaults(run=cmd_plan)
