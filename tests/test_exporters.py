@@ -27,7 +27,9 @@ from gpushare.gpu_memory.exporters import exporter_pod as recognise
         ("tke", ExporterPod("kube-system", "nvidia-gpu-exporter-a", L20_NODE, 5678, "tke-gpu-exporter")),
     ],
 )
-def test_a_pod_declaring_no_port_is_scraped_on_the_exporters_default(kind: str, expected: ExporterPod) -> None:
+def test_a_pod_declaring_no_port_is_scraped_on_the_exporters_default(
+    kind: str, expected: ExporterPod
+) -> None:
     pod, _ = exporter_pod(kind, L20_NODE, "a")
     del pod["spec"]["containers"][0]["ports"]
     assert recognise(pod) == expected
