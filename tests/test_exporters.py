@@ -33,3 +33,15 @@ def test_a_pod_declaring_no_port_is_scraped_on_the_exporters_default(
     pod, _ = exporter_pod(kind, L20_NODE, "a")
     del pod["spec"]["containers"][0]["ports"]
     assert recognise(pod) == expected
+
+
+def test_a_dcgm_exporter_from_a_mirrored_image_is_recognised_by_its_label() -> None:
+    # A registry mirror renames the image (no "dcgm-exporter" in it); the GPU Operator's pod label
+    # app=nvidia-dcgm-exporter still says what it is, and its `metrics` port is used.
+    pod, _ = exporter_pod("dcgm", L20_NODE, "a")
+    pod["spec"]["containers"][0]["image"] = "mirror.ccs.tencentyun.com/gpu/exporter:4.5.3-4.8.2"
+    assert recognise(pod) == ExporterPod(
+        "gpu-operator", "nvidia-dcgm-exporter-a", L20_NODE, 9400, "dcgm-exporter"
+    )
+    pod["metadata"]["labels"] = {"app": "something-else"}
+    assert recognise(pod) is None
