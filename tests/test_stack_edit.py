@@ -67,3 +67,32 @@ def test_each_indentation_layout_is_kept(layout: str) -> None:
     assert edited == text.replace("measuredMiB: 4621", "measuredMiB: 5939").replace(
         "'2025-06-01'", "'2026-12-01'"
     ).replace("source: by hand", "source: gpushare measure")
+
+
+def test_missing_keys_go_right_after_the_measurement_whatever_follows_it() -> None:
+    # The user's key order: mode after the measurement. measuredAt and source are missing: each is
+    # inserted after the key before it (measuredMiB, then measuredAt), not appended after `mode`; the new
+    # date quoted, so that YAML reads it as the string the stack model expects.
+    text = (
+        "config:\n"
+        "  gpushare:pools:\n"
+        "    - name: l20\n"
+        "      gpu: L20\n"
+        "      sharing:\n"
+        "        measuredMiB: 4621\n"
+        "        mode: time-slicing\n"
+    )
+    edited = edit_measurements(
+        text, {"l20": NewMeasurement(5939, "2026-12-01", "gpushare measure")}, "Pulumi.x.yaml"
+    )
+    assert edited == (
+        "config:\n"
+        "  gpushare:pools:\n"
+        "    - name: l20\n"
+        "      gpu: L20\n"
+        "      sharing:\n"
+        "        measuredMiB: 5939\n"
+        "        measuredAt: '2026-12-01'\n"
+        "        source: gpushare measure\n"
+        "        mode: time-slicing\n"
+    )
