@@ -96,3 +96,24 @@ def test_missing_keys_go_right_after_the_measurement_whatever_follows_it() -> No
         "        source: gpushare measure\n"
         "        mode: time-slicing\n"
     )
+
+
+def test_keys_already_there_keep_their_place() -> None:
+    # measuredAt before measuredMiB in the user's order: replaced where it is, not moved after measuredMiB.
+    text = (
+        "config:\n"
+        "  gpushare:pools:\n"
+        "    - name: l20\n"
+        "      gpu: L20\n"
+        "      sharing:\n"
+        "        measuredAt: '2025-06-01'\n"
+        "        mode: time-slicing\n"
+        "        measuredMiB: 4621\n"
+        "        source: by hand\n"
+    )
+    edited = edit_measurements(
+        text, {"l20": NewMeasurement(5939, "2026-12-01", "gpushare measure")}, "Pulumi.x.yaml"
+    )
+    assert edited == text.replace("4621", "5939").replace("2025-06-01", "2026-12-01").replace(
+        "by hand", "gpushare measure"
+    )
