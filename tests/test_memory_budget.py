@@ -489,3 +489,25 @@ def test_a_prometheus_on_another_host_gets_no_cluster_credentials(
         assert len(prometheus.requests) == 3 and set(prometheus.authorization) == {None}
     finally:
         prometheus.stop()
+
+
+def test_finished_pods_hold_no_slot(server: FakeApiServer, kubeconfig: Path, prod_base: list[Obj]) -> None:
+    # A finished Job's pod (Succeeded) and a crashed one (Failed) stay listed on the node with their GPU
+    # limits, but the scheduler no longer counts them: 35634 MiB over the 6 running slots is 5939 per slot,
+    # as in test_six_pods_at_5939_mib_outgrew_the_measurement (over 8 slots it would be 4454.25, no finding).
+    objects = with_l20_pods(prod_base, 6) + exporter_objects("dcgm", seed_gpus(l20_used=6 * 5939))
+    for name, phase in (("nlp-eval-done", "Succeeded"), ("nlp-eval-crashed", "Failed")):
+        finished = gpu_pod(name, L20_NODE)
+        finished["status"]["phase"] = phase
+        objects.append(finished)
+    _, report = run_verify(server, kubeconfig, objects)
+    assert memory(report) == [
+        (
+            "warning",
+            f"node/{L20_NODE}",
+            "pool l20: 5939 MiB observed per allocated slot (average: 35634 MiB used over the 6 nvidia.com/gpu "
+            f"slots pods hold on node {L20_NODE}, dcgm-exporter), more than the 4621 MiB measured: the "
+            "workload outgrew the measurement; `tune` would give 6 replicas, the plan has 8 "
+            "(`gpushare measure`, then `pulumi preview`)",
+        )
+    ]

@@ -1,0 +1,49 @@
+"""gpushare.measure_cli's own formatting: the peaks table and the `source:` line `--write` records.
+tests/test_measure.py runs `measure` against the fake API server; these pin the text without one.
+
+The table: each column as wide as its widest cell (header included), two spaces between columns, the
+last column (`how`) not padded; a dash where there is no number; a refused pool's reason after
+`REFUSED: `. A peak of 5938.2 MiB is recorded rounded up, 5939 (a measurement below the peak would
+over-share the GPU).
+"""
+
+from __future__ import annotations
+
+from gpushare.gpu_memory.peaks import Candidate, PoolPeak
+from gpushare.measure_cli import _source_text, _table
+
+HOW = "one pod per GPU on node 10.0.1.11"
+L20 = PoolPeak("l20", "L20", 4621, "8", Candidate("10.0.1.11", 5938.2, HOW), "6", HOW, True)
+T4 = PoolPeak("t4", "T4", None, "3", None, None, "no node carries gpushare.io/pool=t4", False)
+
+
+def test_the_table_pads_each_column_to_its_widest_cell() -> None:
+    # widths: pool 4, gpu 3, measured MiB 12, peak MiB 8, replicas now 12, with peak 9
+    assert _table([L20, T4]).splitlines() == [
+        "pool  gpu  measured MiB  peak MiB  replicas now  with peak  how",
+        "----  ---  ------------  --------  ------------  ---------  ---",
+        "l20   L20  4621          5939      8             6          one pod per GPU on node 10.0.1.11",
+        "t4    T4   -             -         3             -          REFUSED: no node carries gpushare.io/pool=t4",
+    ]
+
+
+def test_a_cell_wider_than_its_header_widens_the_column() -> None:
+    wide = PoolPeak("l20-inference-east", "L20", 4621, "8", None, None, "why", False)
+    assert _table([wide]).splitlines()[:3] == [
+        "pool                gpu  measured MiB  peak MiB  replicas now  with peak  how",
+        "------------------  ---  ------------  --------  ------------  ---------  ---",
+        "l20-inference-east  L20  4621          -         8             -          REFUSED: why",
+    ]
+
+
+def test_the_source_line_says_how_the_peak_was_read() -> None:
+    via = "Prometheus at http://10.0.0.1:9090"
+    assert _source_text(L20, "dcgm-exporter", via, "7d", 2016) == (
+        f"gpushare measure, peak 5939 MiB ({HOW}), dcgm-exporter via {via}, max over 7d, 2016 samples"
+    )
+    assert _source_text(L20, "dcgm-exporter", via, "7d", None) == (
+        f"gpushare measure, peak 5939 MiB ({HOW}), dcgm-exporter via {via}, max over 7d, ? samples"
+    )
+    assert _source_text(L20, "nvidia_gpu_exporter", "the pod proxy", None, None) == (
+        f"gpushare measure, peak 5939 MiB ({HOW}), nvidia_gpu_exporter via the pod proxy, one instant reading"
+    )
