@@ -1,4 +1,4 @@
-"""gpushare.gpu_memory.budget on its own: the memory per slot of dcgm-exporter's per-pod series against
+"""gpushare.verify.memory_budget on its own: the memory per slot of dcgm-exporter's per-pod series against
 the prod stack's L20 measurement, without the fake API server (tests/test_memory_budget.py runs it
 through `verify`).
 
@@ -16,11 +16,11 @@ from conftest import PROJECT_DIR
 from gpu_pages import L20_NODE, L20_UUID, dcgm_page, seed_gpus
 
 from gpushare import kube_names
-from gpushare.cluster_expectations import expected_cluster
-from gpushare.gpu_memory.budget import budget_findings
-from gpushare.gpu_memory.observation import MemoryObservation
-from gpushare.gpu_memory.series import by_node, page_samples, readings
-from gpushare.stack_config import load_stack_file
+from gpushare.stack.loading import load_stack_file
+from gpushare.verify.expectations import expected_cluster
+from gpushare.verify.memory_budget import budget_findings
+from gpushare.verify.memory_observation import MemoryObservation
+from gpushare.verify.memory_series import by_node, page_samples, readings
 
 L20_GPU = f"gpu/{L20_NODE}/{L20_UUID.removeprefix('GPU-')}"
 Pod = tuple[str, str, str, float, tuple[int, ...]]

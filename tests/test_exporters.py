@@ -1,4 +1,4 @@
-"""gpushare.gpu_memory.exporters on its own: the port an exporter pod is scraped on when it declares none.
+"""gpushare.verify.memory_exporters on its own: the port an exporter pod is scraped on when it declares none.
 
 Each exporter serves on its documented default address when the pod names no port (a DaemonSet written by
 hand, or a hostNetwork one that leaves `ports` out): dcgm-exporter `:9400` (its `--address` default, the
@@ -12,8 +12,8 @@ from __future__ import annotations
 import pytest
 from gpu_pages import L20_NODE, exporter_pod
 
-from gpushare.gpu_memory.exporters import ExporterPod
-from gpushare.gpu_memory.exporters import exporter_pod as recognise
+from gpushare.verify.memory_exporters import ExporterPod
+from gpushare.verify.memory_exporters import exporter_pod as recognise
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""gpushare.measure_cli's own formatting: the peaks table and the `source:` line `--write` records.
+"""gpushare.cli.measure's own formatting: the peaks table and the `source:` line `--write` records.
 tests/test_measure.py runs `measure` against the fake API server; these pin the text without one.
 
 The table: each column as wide as its widest cell (header included), two spaces between columns, the
@@ -9,8 +9,8 @@ over-share the GPU).
 
 from __future__ import annotations
 
-from gpushare.gpu_memory.peaks import Candidate, PoolPeak
-from gpushare.measure_cli import _source_text, _table
+from gpushare.cli.measure import _source_text, _table
+from gpushare.verify.memory_peaks import Candidate, PoolPeak
 
 HOW = "one pod per GPU on node 10.0.1.11"
 L20 = PoolPeak("l20", "L20", 4621, "8", Candidate("10.0.1.11", 5938.2, HOW), "6", HOW, True)

@@ -1,4 +1,4 @@
-"""gpushare.gpu_memory.options on its own: which memory sources `verify` and `measure` accept.
+"""gpushare.verify.memory_source on its own: which memory sources `verify` and `measure` accept.
 
 A Prometheus duration is one or more `<number><unit>` with the units ms, s, m, h, d, w, y (Prometheus'
 PromQL duration syntax, e.g. `1h30m`); a window needs Prometheus (an exporter page holds only the current
@@ -11,9 +11,10 @@ import argparse
 
 import pytest
 
+from gpushare.cli.arguments import add_source_arguments, source_from_args
 from gpushare.errors import GpushareError
-from gpushare.gpu_memory.exporters import NamedExporter
-from gpushare.gpu_memory.options import MemorySource, add_source_arguments, source_from_args
+from gpushare.verify.memory_exporters import NamedExporter
+from gpushare.verify.memory_source import MemorySource
 
 PROMETHEUS = "https://10.0.0.1/api/v1/namespaces/monitoring/services/prometheus-k8s:9090/proxy"
 

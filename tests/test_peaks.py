@@ -1,4 +1,4 @@
-"""gpushare.gpu_memory.peaks on its own: when a GPU's memory is one pod's peak, for the prod stack's L20
+"""gpushare.verify.memory_peaks on its own: when a GPU's memory is one pod's peak, for the prod stack's L20
 pool (one L20 per node, measured 4621 MiB, 8 replicas), without the fake API server
 (tests/test_measure.py runs it through `measure`).
 
@@ -14,11 +14,11 @@ from conftest import PROJECT_DIR
 from gpu_pages import L20_NODE, dcgm_page, seed_gpus
 
 from gpushare import kube_names
-from gpushare.gpu_memory.observation import GpuPods, LiveMemory, MemoryObservation
-from gpushare.gpu_memory.peaks import Candidate, PoolPeak, pool_peaks
-from gpushare.gpu_memory.series import by_node, page_samples, readings
 from gpushare.plan import build_plan
-from gpushare.stack_config import load_stack_file
+from gpushare.stack.loading import load_stack_file
+from gpushare.verify.memory_observation import GpuPods, LiveMemory, MemoryObservation
+from gpushare.verify.memory_peaks import Candidate, PoolPeak, pool_peaks
+from gpushare.verify.memory_series import by_node, page_samples, readings
 
 
 def l20_peak(advertised: int, holders: dict[str, dict[str, int]]) -> PoolPeak:

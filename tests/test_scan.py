@@ -1,4 +1,4 @@
-"""gpushare.offline.scan on its own: what it reads from checkov's JSON report, and what it prints.
+"""gpushare.cli.scan on its own: what it reads from checkov's JSON report, and what it prints.
 
 The reports have the shapes checkov 3.3.30 writes with `--output json` (checkov/common/output/report.py:
 `Report.get_dict` gives `check_type`, `results` {passed_checks, failed_checks, skipped_checks,
@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from gpushare.offline import scan
-from gpushare.offline.scan import Finding, findings
+from gpushare.cli import scan
+from gpushare.cli.scan import Finding, findings
 
 DAEMONSET_FILE = "daemonset_kube-system_nvidia-device-plugin-l20.yaml"
 

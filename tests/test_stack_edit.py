@@ -1,4 +1,4 @@
-"""gpushare.gpu_memory.stack_edit on its own: `measure --write` keeps each indentation layout a user may
+"""gpushare.stack.edit on its own: `measure --write` keeps each indentation layout a user may
 have written the stack file in (ruamel.yaml's mapping/sequence/offset indents: 2/4/2 as `pulumi config
 set` writes it, 2/2/0 with the dash under its key, 4/6/4 and 4/4/0 at four spaces): only the
 measurement's lines change. tests/test_gpu_memory.py covers quoting styles and refusals.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpushare.gpu_memory.stack_edit import NewMeasurement, edit_measurements
+from gpushare.stack.edit import NewMeasurement, edit_measurements
 
 LAYOUTS = {
     "2/4/2": (
