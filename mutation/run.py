@@ -103,14 +103,27 @@ def _site_of(outcome: Outcome) -> Site:
     )
 
 
-def load_equivalents(path: Path = EQUIVALENTS) -> dict[tuple[str, str, str, str], str]:
-    """(path, stripped source line, original, replacement) -> why the mutant changes nothing a user sees."""
+Equivalents = dict[tuple[str, str, str, str, int | None], str]
+
+
+def load_equivalents(path: Path = EQUIVALENTS) -> Equivalents:
+    """(path, stripped source line, original, replacement, column) -> why the mutant changes nothing a user
+    sees. `column` is None for an entry without one (every occurrence of the token on that line); with
+    one, the entry covers only the mutant at that column (the `col` of its `path:line:col` key), so a line
+    holding two `or`s can excuse one and leave the other to the tests."""
     if not path.is_file():
         return {}
     entries = yaml.safe_load(path.read_text(encoding="utf-8")) or []
     return {
-        (e["path"], e["line"].strip(), str(e["original"]), str(e["replacement"])): e["why"] for e in entries
+        (e["path"], e["line"].strip(), str(e["original"]), str(e["replacement"]), e.get("column")): e["why"]
+        for e in entries
     }
+
+
+def equivalence(equivalents: Equivalents, site: Site, line: str) -> str | None:
+    """Why `site` (on source `line`) is equivalent, from the entry for its column or else the line's."""
+    token = (site.path, line.strip(), site.original, site.replacement)
+    return equivalents.get((*token, site.col)) or equivalents.get((*token, None))
 
 
 def _line(source: str, number: int) -> str:
@@ -201,7 +214,7 @@ def run_mutant(
     python: str,
     test_map: TestMap,
     durations: dict[str, float],
-    equivalents: dict[tuple[str, str, str, str], str],
+    equivalents: Equivalents,
     timeout_factor: float,
     min_timeout: float,
     budget: float,
@@ -217,7 +230,7 @@ def run_mutant(
         and before.encode()[site.col : site.end_col].decode(errors="replace") != site.original
     ):
         raise SystemExit(f"mutation: {site.key} no longer matches {site.path} (changed since the run?)")
-    why = equivalents.get((site.path, before.strip(), site.original, site.replacement))
+    why = equivalence(equivalents, site, before)
 
     def outcome(
         status: str, seconds: float, killed_by: str | None = None, reason: str | None = None
