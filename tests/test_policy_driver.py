@@ -7,9 +7,11 @@ tests; the failure cases start a pack each, and the rest needs no pack at all.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -20,7 +22,8 @@ from conftest import FIXTURES
 from google.protobuf import empty_pb2  # type: ignore[import-untyped]
 from pulumi.runtime.proto import engine_pb2, engine_pb2_grpc
 
-from gpushare.offline.pack_process import _interruptible, _serve_engine, pack_python
+from gpushare.offline import pack_process
+from gpushare.offline.pack_process import _serve_engine, pack_python
 from gpushare.offline.policy_config import load_policy_config_file, reconcile_policy_config
 from gpushare.offline.policy_driver import run_policy_pack
 from gpushare.offline.policy_model import (
@@ -414,18 +417,52 @@ def test_fake_engine_answers_what_a_pack_may_ask() -> None:
     assert engine.logs == ["warning: careful (urn:x)"]
 
 
-def test_pack_gets_sigint_back_even_when_the_driver_ignores_it() -> None:
+_PRINT_SIGINT = [sys.executable, "-c", "import signal; print(signal.getsignal(signal.SIGINT).__name__)"]
+
+
+def test_pack_gets_sigint_back_even_when_the_driver_ignores_it(monkeypatch: pytest.MonkeyPatch) -> None:
     # A driver started in the background by a non-interactive shell has SIGINT ignored, and children
     # inherit that: the pack would never see the CLI's interrupt and every run would end in a kill.
+    spawned: list[dict[str, object]] = []
+    real_popen = subprocess.Popen
+
+    def popen(*args: Any, **kwargs: Any) -> subprocess.Popen[bytes]:
+        spawned.append(kwargs)
+        return real_popen(*args, **kwargs)
+
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        child = subprocess.run(
-            [sys.executable, "-c", "import signal; print(signal.getsignal(signal.SIGINT).__name__)"],
-            preexec_fn=_interruptible,
-            capture_output=True,
-            text=True,
-            check=True,
-        )
+        monkeypatch.setattr(pack_process.subprocess, "Popen", popen)
+        pack = pack_process.PackProcess(_PRINT_SIGINT, Path.cwd(), os.environ)
+        still_ignored = signal.getsignal(signal.SIGINT)
     finally:
         signal.signal(signal.SIGINT, previous)
-    assert child.stdout.strip() == "default_int_handler"  # KeyboardInterrupt, as pulumi_policy expects
+    with pytest.raises(PolicyPackStartError) as refused:
+        pack.read_port(timeout=60)  # the child's first line is where a pack prints its port
+    # KeyboardInterrupt, as pulumi_policy expects:
+    assert (
+        str(refused.value).splitlines()[0].endswith("wrote an invalid port to stdout: 'default_int_handler'")
+    )
+    assert still_ignored is signal.SIG_IGN  # the driver itself still ignores it
+    # No pre-exec hook: with one, subprocess forks instead of vforking, and gRPC's fork handlers can abort
+    # the child before exec (epoll_wait: Bad file descriptor) -- the pack "crashes" with exit -6.
+    assert [kwargs["preexec_fn"] for kwargs in spawned] == [None]
+
+
+def test_off_the_main_thread_the_child_gets_sigint_back_through_the_hook() -> None:
+    outcome: list[str] = []
+
+    def spawn() -> None:
+        with pack_process.sigint_for_children() as preexec_fn:
+            child = subprocess.run(_PRINT_SIGINT, preexec_fn=preexec_fn, capture_output=True, text=True)
+        outcome.append(child.stdout.strip())
+        outcome.append("hook" if preexec_fn is not None else "none")
+
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        worker = threading.Thread(target=spawn)
+        worker.start()
+        worker.join(timeout=60)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert outcome == ["default_int_handler", "hook"]

@@ -12,7 +12,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent import futures
 from dataclasses import dataclass
 from pathlib import Path
@@ -137,10 +137,39 @@ def _sigint_ignored() -> bool:
 
 
 def _interruptible() -> None:
-    """In the child before exec: SIGINT back to its default. A parent started in the background by a
-    non-interactive shell ignores SIGINT and children inherit that, so the pack would never see the
-    interrupt the CLI stops it with and every run would wait out the 5 s grace before the kill."""
+    """In the child before exec: SIGINT back to its default (the fallback of `sigint_for_children` off
+    the main thread)."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def _swallow_sigint(signum: int, frame: object) -> None:
+    """SIGINT in the parent while it starts the pack: ignored, as the parent's disposition was."""
+
+
+@contextlib.contextmanager
+def sigint_for_children() -> Iterator[Callable[[], None] | None]:
+    """Children started inside get SIGINT at its default, even when this process ignores it; yields the
+    `preexec_fn` to pass (None when none is needed).
+
+    A parent started in the background by a non-interactive shell (`cmd &`: CI runners, nohup) ignores
+    SIGINT and children inherit that, so the pack would never see the interrupt the CLI stops it with and
+    every run would wait out the grace before the kill. A pre-exec hook would fix that in the child, but
+    it makes `subprocess` fork instead of vfork, and a plain fork of a process with gRPC running runs
+    gRPC's fork handlers, which can abort the child before exec (epoll_wait: Bad file descriptor; grpc
+    issue 43055). Instead, for the moment of the spawn, SIGINT gets a Python handler that swallows it:
+    exec resets a handled signal to its default, so the child starts with SIGINT at SIG_DFL, and the
+    parent still ignores it. `signal.signal` works on the main thread only; elsewhere the hook remains."""
+    if not _sigint_ignored():
+        yield None
+        return
+    if threading.current_thread() is not threading.main_thread():
+        yield _interruptible
+        return
+    signal.signal(signal.SIGINT, _swallow_sigint)
+    try:
+        yield None
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 class PackProcess:
@@ -149,16 +178,16 @@ class PackProcess:
     def __init__(self, argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> None:
         self.argv = list(argv)
         try:
-            self._proc = subprocess.Popen(
-                self.argv,
-                cwd=cwd,
-                env=dict(env),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                # Only when needed: a pre-exec hook forces a plain fork, which gRPC complains about.
-                preexec_fn=_interruptible if _sigint_ignored() else None,
-            )
+            with sigint_for_children() as preexec_fn:
+                self._proc = subprocess.Popen(
+                    self.argv,
+                    cwd=cwd,
+                    env=dict(env),
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    preexec_fn=preexec_fn,
+                )
         except OSError as err:
             raise PolicyPackStartError(f"could not start {self.argv[0]!r}: {err}") from err
         self.stdout_lines: list[str] = []
