@@ -253,7 +253,7 @@ def gpu_pod(
 
 
 def page_object(pod: Obj, port: int, page: str | bytes) -> Obj:
-    """The fake API server's stand-in for what the pod serves on `port` (`fake_apiserver.PAGE_KIND`)."""
+    """The fake API server's stand-in for what the pod serves on `port` (`fake_cluster.apiserver.PAGE_KIND`)."""
     metadata = pod["metadata"]
     return {
         "kind": "test/ExporterPage",

@@ -264,7 +264,9 @@ class FakeApiServer:
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        # typeshed allows bytes here; an AF_INET server's address is a str.
+        address = host.decode() if isinstance(host, bytes) else host
+        return f"http://{address}:{port}"
 
     def write_kubeconfig(self, path: Path, context: str = "fake") -> Path:
         path.write_text(
