@@ -1,0 +1,173 @@
+"""Synthetic live clusters for `verify`'s benchmark: N GPU nodes running what the prod stack renders.
+
+The objects come from the program's own offline run of `Pulumi.prod.yaml` (its ConfigMap, its L20
+DaemonSet, its patch of TKE's DaemonSet for the T4 pool, the node pools' labels), put together the way
+tests/test_verify.py's `prod_cluster` does, with `fake_cluster.objects`, at any size:
+
+* GPU nodes: the first half (rounded up) in the L20 pool with 8 slots each, the rest in the T4 pool with
+  3 (the seed's tuned counts), so both of the stack's pools hold nodes: at least 2 GPU nodes;
+* CPU-only nodes: 3 per GPU node (the seed's cluster had 6 beside its 2 GPU nodes);
+* pods: one device-plugin pod per GPU node (gpushare's DaemonSet on L20 nodes, TKE's adopted one on T4
+  nodes), one replica of the seed's GPU Deployment per GPU node, and one kube-proxy pod per node;
+* DaemonSets: the two plugins (one per GPU model, as the stack says) and kube-proxy, each with a rollout
+  status that counts its nodes.
+
+So a cluster of N GPU nodes holds 4N nodes, 6N pods and 3 DaemonSets (`ClusterShape`); `verify` finds
+it conforming (no exporter is served, so its memory check reports that it could not read one).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from fake_cluster.objects import (
+    Obj,
+    daemonset_status,
+    gpu_workload,
+    node,
+    plugin_pod,
+    split_patch,
+    tke_daemonset,
+    with_uid,
+)
+from gpushare.offline.manifests import extract_manifests
+from gpushare.offline.render import NODE_POOL_TYPE, run_stack
+
+STACK: Final = "prod"
+L20_POOL: Final = "gpushare-l20"
+T4_POOL: Final = "gpushare-t4"
+L20_DAEMONSET: Final = "nvidia-device-plugin-daemonset-l20"
+# The seed's tuned slots: L20 4621 of 46068 MiB -> 8, T4 4401 of 15360 MiB -> 3.
+L20_SLOTS: Final = "8"
+T4_SLOTS: Final = "3"
+CPU_NODES_PER_GPU_NODE: Final = 3
+KUBE_PROXY_IMAGE: Final = "ccr.ccs.tencentyun.com/library/kube-proxy:v1.30.0"
+
+
+@dataclass(frozen=True)
+class ClusterShape:
+    """How many objects of each kind a synthetic cluster of `gpu_nodes` GPU nodes holds."""
+
+    gpu_nodes: int
+
+    def __post_init__(self) -> None:
+        if self.gpu_nodes < 2:
+            raise ValueError("a synthetic cluster needs at least 2 GPU nodes (one per pool of the stack)")
+
+    @property
+    def l20_nodes(self) -> int:
+        return (self.gpu_nodes + 1) // 2
+
+    @property
+    def t4_nodes(self) -> int:
+        return self.gpu_nodes // 2
+
+    @property
+    def cpu_nodes(self) -> int:
+        return CPU_NODES_PER_GPU_NODE * self.gpu_nodes
+
+    @property
+    def nodes(self) -> int:
+        return self.gpu_nodes + self.cpu_nodes
+
+    @property
+    def pods(self) -> int:
+        """A plugin pod and a workload pod per GPU node, a kube-proxy pod per node."""
+        return 2 * self.gpu_nodes + self.nodes
+
+    @property
+    def daemonsets(self) -> int:
+        """The two device plugins (one per GPU model) and kube-proxy."""
+        return 3
+
+    def to_json(self) -> dict[str, int]:
+        return {
+            "gpuNodes": self.gpu_nodes,
+            "nodes": self.nodes,
+            "pods": self.pods,
+            "daemonsets": self.daemonsets,
+        }
+
+
+@dataclass(frozen=True)
+class StackRender:
+    """What the program renders for a stack: the manifests, and each node pool's labels by pool name."""
+
+    manifests: tuple[Obj, ...]
+    pool_labels: dict[str, dict[str, str]]
+
+
+def render(project_dir: Path, stack: str = STACK) -> StackRender:
+    """The program's offline run of `stack` (as `gpushare render` runs it; untimed)."""
+    run = run_stack(project_dir, stack).run
+    labels = {
+        r.inputs["name"]: dict(r.inputs["labels"])
+        for r in run.resources
+        if r.type == NODE_POOL_TYPE and not r.external
+    }
+    return StackRender(tuple(copy.deepcopy(m.document) for m in extract_manifests(run.resources)), labels)
+
+
+def node_name(block: int, index: int) -> str:
+    """TKE names nodes by their VPC address: `10.<block>.<index / 256>.<index % 256>`."""
+    return f"10.{block}.{index // 256}.{index % 256}"
+
+
+def kube_proxy() -> Obj:
+    labels = {"k8s-app": "kube-proxy"}
+    return with_uid(
+        "DaemonSet",
+        {
+            "kind": "DaemonSet",
+            "metadata": {"name": "kube-proxy", "namespace": "kube-system", "labels": dict(labels)},
+            "spec": {
+                "selector": {"matchLabels": dict(labels)},
+                "template": {
+                    "metadata": {"labels": dict(labels)},
+                    "spec": {
+                        "hostNetwork": True,
+                        "tolerations": [{"operator": "Exists"}],
+                        "containers": [{"name": "kube-proxy", "image": KUBE_PROXY_IMAGE}],
+                    },
+                },
+            },
+        },
+    )
+
+
+def synthetic_cluster(rendered: StackRender, shape: ClusterShape) -> list[Obj]:
+    """Every object of a conforming cluster of `shape.gpu_nodes` GPU nodes (see the module docstring)."""
+    objects, patch = split_patch([copy.deepcopy(m) for m in rendered.manifests])
+    if patch is None:
+        raise ValueError(f"the {STACK} render holds no patch of TKE's DaemonSet")
+    l20_plugin = next(o for o in objects if o["metadata"]["name"] == L20_DAEMONSET)
+    for obj in objects:
+        if obj["kind"] == "DaemonSet":
+            daemonset_status(with_uid("DaemonSet", obj), shape.l20_nodes)
+    tke = daemonset_status(tke_daemonset(patch), shape.t4_nodes)
+    proxy = daemonset_status(kube_proxy(), shape.nodes)
+    objects += [tke, proxy]
+    l20_nodes = [node_name(1, i) for i in range(shape.l20_nodes)]
+    t4_nodes = [node_name(2, i) for i in range(shape.t4_nodes)]
+    cpu_nodes = [node_name(3, i) for i in range(shape.cpu_nodes)]
+    labels = rendered.pool_labels
+    objects += [node(n, labels[L20_POOL], {"nvidia.com/gpu": L20_SLOTS}) for n in l20_nodes]
+    objects += [node(n, labels[T4_POOL], {"nvidia.com/gpu": T4_SLOTS}) for n in t4_nodes]
+    objects += [node(n, {}, {}) for n in cpu_nodes]
+    objects += [plugin_pod(l20_plugin, n, f"{i:05d}") for i, n in enumerate(l20_nodes)]
+    objects += [plugin_pod(tke, n, f"{i:05d}") for i, n in enumerate(t4_nodes)]
+    everywhere = [*l20_nodes, *t4_nodes, *cpu_nodes]
+    objects += [plugin_pod(proxy, n, f"{i:05d}") for i, n in enumerate(everywhere)]
+    objects += gpu_workload([*l20_nodes, *t4_nodes])
+    return objects
+
+
+def count(objects: list[Obj]) -> dict[str, int]:
+    """Objects by kind (what the shape promises, for the tests and the run's log)."""
+    counted: dict[str, int] = {}
+    for obj in objects:
+        counted[obj["kind"]] = counted.get(obj["kind"], 0) + 1
+    return counted
