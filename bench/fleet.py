@@ -1,7 +1,7 @@
 """Synthetic fleet files for `advise --fleet`'s benchmark: N services over the example fleet's candidates.
 
-Service `i` is `svc-<i:04d>`: measured at 2000 + 700 x ((7 i) mod 11) MiB (2000 to 9000, so every service
-fits an L20, an H20 MIG instance and most a T4), 1 + (5 i) mod 12 replicas, and isolation rotating
+Service `i` is `svc-<i:04d>`: measured at 2000 + 700 x ((7 i) mod 11) MiB (2000 to 9000: each fits
+every candidate, a T4 holding at most 15360 x 0.9 = 13824 MiB), 1 + (5 i) mod 12 replicas, and isolation rotating
 through none, `mig` and `shared`; each with a measurement date 30 days back, as a stack pool states it.
 The candidates are examples/fleet.yaml's three: the L20 and T4 instance types of the catalog and the
 H20 on an uncatalogued type with `gpusPerNode: 1`. Everything is a pure function of (services,

@@ -80,7 +80,7 @@ def table(data: Mapping[str, Any]) -> str:
             "",
             f"Test suite: `{suite['command']}` {suite['seconds']:.1f} s (exit status {suite['returncode']})",
         ]
-    lines += ["", "Targets"]
+    lines += ["", "Targets" if data["targets"] else "Targets: none (they are on render, check and make test)"]
     for target in data["targets"]:
         mark = {True: "holds", False: "MISSED", None: "n/a"}[target["holds"]]
         lines.append(

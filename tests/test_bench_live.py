@@ -9,12 +9,12 @@ import json
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import PROJECT_DIR
+from test_verify import kubeconfig, server  # one fake API server per module, and its kubeconfig
 
 from bench import baselines, cluster, fleet, live, report, run
 from bench.measure import Series
@@ -23,22 +23,12 @@ from fake_cluster.apiserver import FakeApiServer
 from gpushare.advise.fleet import load_fleet
 from gpushare.cli import main as cli_main
 
+__all__ = ["kubeconfig", "server"]  # fixtures used by name below
+
 
 @pytest.fixture(scope="module")
 def prod_render() -> cluster.StackRender:
     return cluster.render(PROJECT_DIR)
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[FakeApiServer]:
-    fake = FakeApiServer().start()
-    yield fake
-    fake.stop()
-
-
-@pytest.fixture(scope="module")
-def kubeconfig(server: FakeApiServer, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return server.write_kubeconfig(tmp_path_factory.mktemp("kube") / "config")
 
 
 # --------------------------------------------------------------------------------------------------
