@@ -8,12 +8,15 @@ tests/test_verify.py's `prod_cluster` does, with `fake_cluster.objects`, at any 
   3 (the seed's tuned counts), so both of the stack's pools hold nodes: at least 2 GPU nodes;
 * CPU-only nodes: 3 per GPU node (the seed's cluster had 6 beside its 2 GPU nodes);
 * pods: one device-plugin pod per GPU node (gpushare's DaemonSet on L20 nodes, TKE's adopted one on T4
-  nodes), one replica of the seed's GPU Deployment per GPU node, and one kube-proxy pod per node;
+  nodes), one replica of the seed's GPU Deployment per GPU node, one of TKE's GPU exporter per GPU node
+  serving its GPU's memory as `prod_cluster` serves the seed's (L20 4608 of 46068 MiB used, T4 4401 of
+  15360: each holds its one pod's measurement or less), and one kube-proxy pod per node;
 * DaemonSets: the two plugins (one per GPU model, as the stack says) and kube-proxy, each with a rollout
   status that counts its nodes.
 
-So a cluster of N GPU nodes holds 4N nodes, 6N pods and 3 DaemonSets (`ClusterShape`); `verify` finds
-it conforming (no exporter is served, so its memory check reports that it could not read one).
+So a cluster of N GPU nodes holds 4N nodes, 7N pods and 3 DaemonSets (`ClusterShape`; the exporter's
+own DaemonSet is not served, as in `prod_cluster`); `verify` finds it conforming, memory budget
+included, which it reads from each GPU node's exporter through the pod proxy.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from fake_cluster.gpu_pages import Gpu, exporter_pod, page_object, tke_page
 from fake_cluster.objects import (
     Obj,
     daemonset_status,
@@ -44,6 +48,9 @@ L20_DAEMONSET: Final = "nvidia-device-plugin-daemonset-l20"
 L20_SLOTS: Final = "8"
 T4_SLOTS: Final = "3"
 CPU_NODES_PER_GPU_NODE: Final = 3
+# The GPUs as the catalog sizes them and what each uses (fake_cluster.gpu_pages.seed_gpus's figures).
+L20_GPU: Final = ("NVIDIA L20", 46068, 4608.0)
+T4_GPU: Final = ("Tesla T4", 15360, 4401.0)
 KUBE_PROXY_IMAGE: Final = "ccr.ccs.tencentyun.com/library/kube-proxy:v1.30.0"
 
 
@@ -75,8 +82,8 @@ class ClusterShape:
 
     @property
     def pods(self) -> int:
-        """A plugin pod and a workload pod per GPU node, a kube-proxy pod per node."""
-        return 2 * self.gpu_nodes + self.nodes
+        """A plugin, a workload and an exporter pod per GPU node, a kube-proxy pod per node."""
+        return 3 * self.gpu_nodes + self.nodes
 
     @property
     def daemonsets(self) -> int:
@@ -138,6 +145,14 @@ def kube_proxy() -> Obj:
     )
 
 
+def exporter(node: str, index: int, gpu: tuple[str, int, float]) -> list[Obj]:
+    """TKE's GPU exporter on `node` (hostNetwork) and the page it serves for the node's one GPU."""
+    model, memory_mib, used_mib = gpu
+    pod, port = exporter_pod("tke", node, f"{index:05d}")
+    uuid = f"GPU-5c3a9f1e-7b2d-4e8a-9c1f-{index:012x}"
+    return [pod, page_object(pod, port, tke_page([Gpu(node, uuid, model, memory_mib, used_mib)]))]
+
+
 def synthetic_cluster(rendered: StackRender, shape: ClusterShape) -> list[Obj]:
     """Every object of a conforming cluster of `shape.gpu_nodes` GPU nodes (see the module docstring)."""
     objects, patch = split_patch([copy.deepcopy(m) for m in rendered.manifests])
@@ -162,6 +177,9 @@ def synthetic_cluster(rendered: StackRender, shape: ClusterShape) -> list[Obj]:
     everywhere = [*l20_nodes, *t4_nodes, *cpu_nodes]
     objects += [plugin_pod(proxy, n, f"{i:05d}") for i, n in enumerate(everywhere)]
     objects += gpu_workload([*l20_nodes, *t4_nodes])
+    gpus = [(n, L20_GPU) for n in l20_nodes] + [(n, T4_GPU) for n in t4_nodes]
+    for index, (name, gpu) in enumerate(gpus):
+        objects += exporter(name, index, gpu)
     return objects
 
 

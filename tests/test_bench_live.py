@@ -38,12 +38,12 @@ def prod_render() -> cluster.StackRender:
 @pytest.mark.parametrize(
     ("gpu_nodes", "l20", "t4", "nodes", "pods"),
     [
-        # 2: one per pool; nodes 2 + 3 x 2 = 8 (the seed's cluster); pods 2 x 2 + 8 = 12.
-        (2, 1, 1, 8, 12),
-        # 3: the odd one goes to L20; nodes 3 + 9 = 12; pods 6 + 12 = 18.
-        (3, 2, 1, 12, 18),
-        # 1000: nodes 1000 + 3000 = 4000; pods 2000 + 4000 = 6000.
-        (1000, 500, 500, 4000, 6000),
+        # 2: one per pool; nodes 2 + 3 x 2 = 8 (the seed's cluster); pods 3 x 2 + 8 = 14.
+        (2, 1, 1, 8, 14),
+        # 3: the odd one goes to L20; nodes 3 + 9 = 12; pods 9 + 12 = 21.
+        (3, 2, 1, 12, 21),
+        # 1000: nodes 1000 + 3000 = 4000; pods 3000 + 4000 = 7000.
+        (1000, 500, 500, 4000, 7000),
     ],
 )
 def test_cluster_shape_arithmetic(gpu_nodes: int, l20: int, t4: int, nodes: int, pods: int) -> None:
@@ -66,10 +66,12 @@ def test_a_cluster_needs_a_node_in_each_pool(gpu_nodes: int) -> None:
 
 def test_synthetic_cluster_holds_what_the_shape_says(prod_render: cluster.StackRender) -> None:
     objects = cluster.synthetic_cluster(prod_render, cluster.ClusterShape(3))
-    # 12 nodes, 18 pods; the prod render's ConfigMap and L20 DaemonSet, TKE's, kube-proxy; the workload.
+    # 12 nodes, 21 pods; the prod render's ConfigMap and L20 DaemonSet, TKE's, kube-proxy; the workload;
+    # an exporter page per GPU node.
     assert Counter(o["kind"] for o in objects) == {
         "Node": 12,
-        "Pod": 18,
+        "Pod": 21,
+        "test/ExporterPage": 3,
         "DaemonSet": 3,
         "ConfigMap": 1,
         "Deployment": 1,
@@ -95,6 +97,7 @@ def test_synthetic_cluster_holds_what_the_shape_says(prod_render: cluster.StackR
         "nvidia-device-plugin-daemonset": 1,
         "kube-proxy": 12,
         "nlp-infer-7d4b9c": 3,
+        "nvidia-gpu-exporter": 3,
     }
     deployment = next(o for o in objects if o["kind"] == "Deployment")
     assert (deployment["spec"]["replicas"], deployment["status"]["readyReplicas"]) == (3, 3)
@@ -108,9 +111,8 @@ def test_verify_finds_the_synthetic_cluster_conforming(
     args = ["verify", "--stack", "prod", "--kubeconfig", str(kubeconfig), "--json", "--dir", str(PROJECT_DIR)]
     code = cli_main.main(args, out=out)
     found = json.loads(out.getvalue())
-    assert (code, found["ok"]) == (0, True)
-    # No exporter is served: the one finding says the memory budget went unchecked.
-    assert [(f["severity"], f["check"]) for f in found["findings"]] == [("warning", "memory-budget")]
+    # Memory budget included: each GPU's exporter shows its one pod's measurement or less.
+    assert (code, found["ok"], found["findings"]) == (0, True, [])
     assert [(p["name"], [n["allocatable"] for n in p["nodes"]]) for p in found["pools"]] == [
         ("l20", [8, 8]),
         ("t4", [3]),
@@ -122,7 +124,7 @@ def test_list_baseline_reads_every_node_pod_and_daemonset(
     prod_render: cluster.StackRender, server: FakeApiServer, kubeconfig: Path
 ) -> None:
     server.load(cluster.synthetic_cluster(prod_render, cluster.ClusterShape(2)))
-    assert baselines.list_objects(kubeconfig) == {"nodes": 8, "pods": 12, "daemonsets": 3}
+    assert baselines.list_objects(kubeconfig) == {"nodes": 8, "pods": 14, "daemonsets": 3}
     assert sorted(path.split("?")[0] for _, path in server.requests) == [
         "/api/v1/nodes",
         "/api/v1/pods",
@@ -205,7 +207,7 @@ def test_results_keys_ratios_and_growth() -> None:
     verified = data["verify"]
     assert verified["stack"] == "prod" and verified["repetitions"] == 3
     ten = verified["sizes"]["10"]
-    assert ten["shape"] == {"gpuNodes": 10, "nodes": 40, "pods": 60, "daemonsets": 3}
+    assert ten["shape"] == {"gpuNodes": 10, "nodes": 40, "pods": 70, "daemonsets": 3}
     # Medians: verify of (3, 4, 2) = 3.0 against list 2.0 -> 1.5; CPU is half of each sample.
     assert ten["ratio"] == 1.5
     assert ten["verify"]["median"] == {"seconds": 3.0, "cpuSeconds": 1.5}
@@ -227,8 +229,8 @@ def test_report_rows_for_verify_and_fleet() -> None:
     lines = report.live_lines(live.results_json(_measured()))
     rows = [line.split() for line in lines]
     # GPU nodes, nodes, pods, DaemonSets, verify s, list s, ratio, verify CPU s, list CPU s.
-    assert ["10", "40", "60", "3", "3.00", "2.00", "1.50x", "1.50", "1.00"] in rows
-    assert ["100", "400", "600", "3", "6.00", "4.00", "1.50x", "3.00", "2.00"] in rows
+    assert ["10", "40", "70", "3", "3.00", "2.00", "1.50x", "1.50", "1.00"] in rows
+    assert ["100", "400", "700", "3", "6.00", "4.00", "1.50x", "3.00", "2.00"] in rows
     # services, answers, fleet s, singles s, ratio, fleet CPU s, singles CPU s.
     assert ["100", "300", "2.00", "8.00", "0.25x", "1.00", "4.00"] in rows
     assert (

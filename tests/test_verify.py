@@ -22,9 +22,9 @@ from typing import Any
 import pytest
 import yaml
 from conftest import PROJECT_DIR
-from gpu_pages import exporter_objects, mig_gpus, seed_gpus
 
 from fake_cluster.apiserver import FakeApiServer, label_selector_matches
+from fake_cluster.gpu_pages import exporter_objects, mig_gpus, seed_gpus
 from fake_cluster.objects import (
     NOW,
     TKE_DS,
