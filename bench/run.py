@@ -1,4 +1,5 @@
-"""`python -m bench`: what render and check cost next to the Pulumi SDK's own floor, and how they scale.
+"""`python -m bench`: what render and check cost next to the Pulumi SDK's own floor, and how they scale;
+what `verify` and `advise --fleet` cost next to what a user would otherwise pay, by cluster and fleet size.
 
 1. Ratios: the prod and staging stacks, `--reps` repetitions of render, floor, check and check-floor
    (alternating, each sample a fresh process; see bench/worker.py), medians compared.
