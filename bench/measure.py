@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import resource
 import statistics
 import subprocess
 import sys
@@ -64,6 +65,29 @@ def run_job(job: Job, result_dir: Path, *, timeout: float = SAMPLE_TIMEOUT_SECON
     return sample
 
 
+def run_process(
+    kind: str, label: str, command: Sequence[str], *, timeout: float = SAMPLE_TIMEOUT_SECONDS
+) -> Sample:
+    """One sample of a whole command as a user runs it (interpreter start and imports included): its wall
+    time, and its user + system CPU from RUSAGE_CHILDREN. No memory figure: a child's ru_maxrss starts
+    from its parent's high-water mark (bench/worker.py). A non-zero exit is a failed sample."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    try:
+        completed = subprocess.run(
+            list(command), cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout, check=False
+        )
+    except subprocess.TimeoutExpired:
+        return Sample(kind=kind, stack=label, error=f"timed out after {timeout:.0f} s")
+    seconds = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if completed.returncode != 0:
+        tail = "\n".join((completed.stdout + completed.stderr).strip().splitlines()[-15:])
+        return Sample(kind=kind, stack=label, error=f"exited {completed.returncode}: {tail}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return Sample(kind=kind, stack=label, seconds=seconds, cpu_seconds=cpu)
+
+
 def alternating(kinds: Sequence[str], repetition: int) -> list[str]:
     return list(kinds) if repetition % 2 == 0 else list(reversed(kinds))
 
@@ -95,6 +119,10 @@ class Series:
     @property
     def seconds(self) -> float | None:
         return self._median(lambda s: s.seconds)
+
+    @property
+    def cpu_seconds(self) -> float | None:
+        return self._median(lambda s: s.cpu_seconds)
 
     @property
     def spread(self) -> float | None:

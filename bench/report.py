@@ -64,13 +64,35 @@ def _mib(series: Mapping[str, Any]) -> str:
 
 def table(data: Mapping[str, Any]) -> str:
     env = data["environment"]
-    options = data["options"]
     lines = [
         f"gpushare benchmark - {env['date']}, revision {env['revision']}",
         f"Python {env['python']}, {env['cpus']} CPUs, {env['memoryGiB']} GiB; pulumi {env['packages']['pulumi']}, "
         f"pulumi-kubernetes {env['packages']['pulumi_kubernetes']}, pulumi-policy {env['packages']['pulumi_policy']}",
         "Each sample runs in a fresh process with the SDK imports done before the clock; times are medians.",
         "Memory: peak RSS of the sample process in MiB (+ what the operation added to it).",
+    ]
+    if data["real"]:
+        lines += _offline_lines(data)
+    lines += live_lines(data)
+    suite = data["testSuite"]
+    if suite is not None:
+        lines += [
+            "",
+            f"Test suite: `{suite['command']}` {suite['seconds']:.1f} s (exit status {suite['returncode']})",
+        ]
+    lines += ["", "Targets" if data["targets"] else "Targets: none (they are on render, check and make test)"]
+    for target in data["targets"]:
+        mark = {True: "holds", False: "MISSED", None: "n/a"}[target["holds"]]
+        lines.append(
+            f"  [{mark:>6}] {target['name']}: {_num(target['value'], 2)} (limit {target['limit']:g}) - {target['detail']}"
+        )
+    return "\n".join(lines)
+
+
+def _offline_lines(data: Mapping[str, Any]) -> list[str]:
+    """Render and check against their floors, on the real stacks and the synthetic ones."""
+    options = data["options"]
+    lines = [
         "",
         f"Render against the floor (same resources, logic-free program, same mocks), {options['reps']} repetitions",
     ]
@@ -150,19 +172,96 @@ def table(data: Mapping[str, Any]) -> str:
             f"string): at most {limit['maxPools'].get('terse', '-')} pools like the synthetic ones, "
             f"{limit['maxPools'].get('withProvenanceStrings', '-')} with prod-style `source` strings.",
         ]
-    suite = data["testSuite"]
-    if suite is not None:
+    return lines
+
+
+def _seconds(entry: Mapping[str, Any], kind: str, key: str = "seconds") -> float | None:
+    value = entry[kind]["median"].get(key)
+    return None if value is None else float(value)
+
+
+def _growth_line(what: str, growth: Mapping[str, Mapping[str, float | None]], unit: str) -> list[str]:
+    pairs = [
+        f"{kind} {pair}: {_num(value, 1, 'x')}"
+        for kind, by_pair in growth.items()
+        for pair, value in by_pair.items()
+    ]
+    return [f"  Growth of {what} (10 = linear for 10x the {unit}): {', '.join(pairs)}"] if pairs else []
+
+
+def live_lines(data: Mapping[str, Any]) -> list[str]:
+    """`verify` against cluster size and `advise --fleet` against fleet size (bench/live.py), when measured."""
+    lines: list[str] = []
+    checked = data.get("verify")
+    if checked:
         lines += [
             "",
-            f"Test suite: `{suite['command']}` {suite['seconds']:.1f} s (exit status {suite['returncode']})",
+            f"verify --stack {checked['stack']} against listing the same objects with the kubernetes client "
+            f"(kubectl get nodes,pods,daemonsets -A -o json), whole processes, {checked['repetitions']} "
+            "repetition(s)",
         ]
-    lines += ["", "Targets"]
-    for target in data["targets"]:
-        mark = {True: "holds", False: "MISSED", None: "n/a"}[target["holds"]]
-        lines.append(
-            f"  [{mark:>6}] {target['name']}: {_num(target['value'], 2)} (limit {target['limit']:g}) - {target['detail']}"
+        rows = []
+        for gpu_nodes, entry in checked["sizes"].items():
+            shape = entry["shape"]
+            rows.append(
+                [
+                    gpu_nodes,
+                    str(shape["nodes"]),
+                    str(shape["pods"]),
+                    str(shape["daemonsets"]),
+                    _num(_seconds(entry, "verify")),
+                    _num(_seconds(entry, "list")),
+                    _num(entry["ratio"], 2, "x"),
+                    _num(_seconds(entry, "verify", "cpuSeconds")),
+                    _num(_seconds(entry, "list", "cpuSeconds")),
+                ]
+            )
+        lines += _rows(
+            [
+                "GPU nodes",
+                "nodes",
+                "pods",
+                "DaemonSets",
+                "verify s",
+                "list s",
+                "ratio",
+                "verify CPU s",
+                "list CPU s",
+            ],
+            rows,
         )
-    return "\n".join(lines)
+        lines += _growth_line("wall time", checked["growth"], "GPU nodes")
+    planned = data.get("fleet")
+    if planned:
+        lines += [
+            "",
+            f"advise --fleet against one `advise` answer per service and candidate ({planned['candidates']} "
+            f"candidates) in one process, whole processes, {planned['repetitions']} repetition(s)",
+        ]
+        rows = [
+            [
+                services,
+                str(entry["answers"]),
+                _num(_seconds(entry, "fleet")),
+                _num(_seconds(entry, "singles")),
+                _num(entry["ratio"], 2, "x"),
+                _num(_seconds(entry, "fleet", "cpuSeconds")),
+                _num(_seconds(entry, "singles", "cpuSeconds")),
+            ]
+            for services, entry in planned["sizes"].items()
+        ]
+        lines += _rows(
+            ["services", "answers", "fleet s", "singles s", "ratio", "fleet CPU s", "singles CPU s"], rows
+        )
+        lines += _growth_line("wall time", planned["growth"], "services")
+    for key in ("verify", "fleet"):
+        for size, entry in (data.get(key) or {}).get("sizes", {}).items():
+            for kind, series in entry.items():
+                if isinstance(series, Mapping) and series.get("errors"):
+                    lines.append(
+                        f"  ! {key} {size} {kind} failed: {series['errors'][0].strip().splitlines()[-1]}"
+                    )
+    return lines
 
 
 def _render_breakdown(label: str, render: Mapping[str, Any], floor: Mapping[str, Any]) -> list[str]:

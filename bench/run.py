@@ -1,10 +1,14 @@
-"""`python -m bench`: what render and check cost next to the Pulumi SDK's own floor, and how they scale.
+"""`python -m bench`: what render and check cost next to the Pulumi SDK's own floor, and how they scale;
+what `verify` and `advise --fleet` cost next to what a user would otherwise pay, by cluster and fleet size.
 
 1. Ratios: the prod and staging stacks, `--reps` repetitions of render, floor, check and check-floor
    (alternating, each sample a fresh process; see bench/worker.py), medians compared.
 2. Scaling: synthetic stacks of `--sizes` GPU pools in both device-plugin modes, the same four kinds.
 3. The config-size limit: how many pools fit in the `PULUMI_CONFIG` environment string (bench/synthetic.py).
-4. `make test` wall time (skip with `--skip-test-suite`).
+4. `verify` against clusters of `--cluster-sizes` GPU nodes, and `advise --fleet` against fleets of
+   `--fleet-sizes` services, each against what a user would otherwise pay (bench/live.py); `--live-only`
+   runs only these two, `--skip-live` all but them.
+5. `make test` wall time (skip with `--skip-test-suite`).
 
 Prints a table, writes `out/bench/results.json` and plots `out/bench/scaling.png` (matplotlib, Agg):
 untracked by default; `make bench-update` copies them over the committed `bench/` figures after a run
@@ -31,7 +35,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Final
 
-from bench import report, synthetic
+from bench import live, report, synthetic
 from bench.measure import RATIO_KINDS, Job, Series, alternating, git_revision, ratio, run_job
 from bench.synthetic import PLUGIN_MODES, REPO_ROOT, PluginMode
 from bench.worker import Sample
@@ -101,6 +105,7 @@ class Run:
     config_bytes: dict[PluginMode, dict[int, int]] = field(default_factory=dict)
     max_pools: dict[str, int] = field(default_factory=dict)
     test_suite: dict[str, Any] | None = None
+    live: live.LiveRun | None = None
     started: float = field(default_factory=time.monotonic)
 
     def reps_for(self, pools: int) -> int:
@@ -316,6 +321,7 @@ def results_json(run: Run) -> dict[str, Any]:
             ),
         },
         "testSuite": run.test_suite,
+        **(live.results_json(run.live) if run.live is not None else {}),
         "targets": [t.to_json() for t in targets(run)],
         "elapsedSeconds": time.monotonic() - run.started,
     }
@@ -380,6 +386,30 @@ def build_parser() -> argparse.ArgumentParser:
         help="device-plugin modes, comma-separated (default: both)",
     )
     parser.add_argument("--skip-test-suite", action="store_true", help="do not time `make test`")
+    parser.add_argument(
+        "--cluster-sizes",
+        type=_sizes,
+        help="GPU nodes of the synthetic clusters `verify` reads (default "
+        f"{','.join(map(str, live.DEFAULT_CLUSTER_SIZES))})",
+    )
+    parser.add_argument(
+        "--fleet-sizes",
+        type=_sizes,
+        help=f"services of the synthetic fleet files (default {','.join(map(str, live.DEFAULT_FLEET_SIZES))})",
+    )
+    parser.add_argument(
+        "--live-reps",
+        type=_positive,
+        help=f"repetitions for verify and advise --fleet (default {live.DEFAULT_LIVE_REPS}, 1 with --quick)",
+    )
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument(
+        "--live-only",
+        action="store_true",
+        help="only verify against cluster size and advise --fleet against fleet size (no render, check, "
+        "config limit or test suite)",
+    )
+    which.add_argument("--skip-live", action="store_true", help="no verify or advise --fleet benchmark")
     parser.add_argument("--results", type=Path, default=DEFAULT_RESULTS, help="JSON output")
     parser.add_argument("--plot", type=Path, default=DEFAULT_PLOT, help="PNG output")
     parser.add_argument("--keep", action="store_true", help="keep the scratch project and renders")
@@ -405,6 +435,47 @@ def main(argv: Sequence[str] | None = None) -> int:
         sizes=args.sizes or (QUICK_SIZES if args.quick else DEFAULT_SIZES),
         modes=modes,
     )
+    if not args.skip_live:
+        run.live = live.LiveRun(
+            reps=args.live_reps or (1 if args.quick else live.DEFAULT_LIVE_REPS),
+            cluster_sizes=args.cluster_sizes
+            or (live.QUICK_CLUSTER_SIZES if args.quick else live.DEFAULT_CLUSTER_SIZES),
+            fleet_sizes=args.fleet_sizes
+            or (live.QUICK_FLEET_SIZES if args.quick else live.DEFAULT_FLEET_SIZES),
+        )
+    if args.live_only:
+        run.sizes, run.modes = (), ()
+    else:
+        _measure_offline(run, args)
+    if run.live is not None:
+        _log(f"verify and advise --fleet, {run.live.reps} repetition(s) per size:")
+        live.measure_verify(run.live, _log, run.started)
+        live.measure_fleet(run.live, _log, run.started)
+    data = results_json(run)
+    args.results.parent.mkdir(parents=True, exist_ok=True)
+    args.results.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n")
+    print(report.table(data))
+    plotted = report.plot(data, args.plot)
+    unplotted = report.NO_PLOT if data["scaling"] else "no scaling figures measured"
+    print(
+        f"\nResults: {_shown(args.results)}"
+        + (f"; plot: {_shown(args.plot)}" if plotted else "; no plot: " + unplotted)
+    )
+    errors = [
+        error
+        for per_stack in [*run.real.values(), *(k for sizes in run.scaling.values() for k in sizes.values())]
+        for series in per_stack.values()
+        for error in series.errors
+    ] + (run.live.errors if run.live is not None else [])
+    if errors:
+        print(f"\n{len(errors)} sample(s) failed; the first error:\n{errors[0]}", file=sys.stderr)
+        return 1
+    missed = [t for t in targets(run) if t.holds is not True]
+    return 1 if args.strict and missed else 0
+
+
+def _measure_offline(run: Run, args: argparse.Namespace) -> None:
+    """Render and check: the real stacks, the synthetic ones, the config limit, `make test`."""
     scratch = Path(tempfile.mkdtemp(prefix="gpushare-bench-"))
     try:
         project = synthetic.make_project(scratch / "project", copy_stacks=REAL_STACKS)
@@ -431,26 +502,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             _log(f"Kept {scratch}")
         else:
             synthetic.remove_project(scratch)
-    data = results_json(run)
-    args.results.parent.mkdir(parents=True, exist_ok=True)
-    args.results.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n")
-    print(report.table(data))
-    plotted = report.plot(data, args.plot)
-    print(
-        f"\nResults: {_shown(args.results)}"
-        + (f"; plot: {_shown(args.plot)}" if plotted else "; no plot: " + report.NO_PLOT)
-    )
-    errors = [
-        error
-        for per_stack in [*run.real.values(), *(k for sizes in run.scaling.values() for k in sizes.values())]
-        for series in per_stack.values()
-        for error in series.errors
-    ]
-    if errors:
-        print(f"\n{len(errors)} sample(s) failed; the first error:\n{errors[0]}", file=sys.stderr)
-        return 1
-    missed = [t for t in targets(run) if t.holds is not True]
-    return 1 if args.strict and missed else 0
 
 
 def _shown(path: Path) -> str:

@@ -7,14 +7,14 @@ By hand: L20 46068 MiB, measured 4621 MiB, ceiling 0.9 -> 0.9 x 46068 = 41461.2 
   floor(41461.2 / 5501) = floor(7.54) = 7 replicas;
 - a pod on one slot using 5939 MiB: floor(41461.2 / 5939) = floor(6.98) = 6 replicas;
 - a pod on one slot using exactly 4621 MiB: no more than measured, no finding.
-Pages: tests/gpu_pages.py's dcgm-exporter 4.5.3-4.8.2 page (per-pod `vgpu` series beside the GPU's own).
+Pages: fake_cluster/gpu_pages.py's dcgm-exporter 4.5.3-4.8.2 page (per-pod `vgpu` series beside the GPU's own).
 """
 
 from __future__ import annotations
 
 from conftest import PROJECT_DIR
-from gpu_pages import L20_NODE, L20_UUID, dcgm_page, seed_gpus
 
+from fake_cluster.gpu_pages import L20_NODE, L20_UUID, dcgm_page, seed_gpus
 from gpushare import kube_names
 from gpushare.stack.loading import load_stack_file
 from gpushare.verify.expectations import expected_cluster

@@ -3,15 +3,15 @@
 Each exporter serves on its documented default address when the pod names no port (a DaemonSet written by
 hand, or a hostNetwork one that leaves `ports` out): dcgm-exporter `:9400` (its `--address` default, the
 GPU Operator's `metrics` port), utkuozdemir/nvidia_gpu_exporter `:9835` (its `--web.listen-address`
-default), TKE's nvidia-gpu-exporter 5678 (Tencent Cloud's docs). The pods come from tests/gpu_pages.py
+default), TKE's nvidia-gpu-exporter 5678 (Tencent Cloud's docs). The pods come from fake_cluster/gpu_pages.py
 (where each installer's pod came from is said there), with the container's `ports` removed.
 """
 
 from __future__ import annotations
 
 import pytest
-from gpu_pages import L20_NODE, exporter_pod
 
+from fake_cluster.gpu_pages import L20_NODE, exporter_pod
 from gpushare.verify.memory_exporters import ExporterPod
 from gpushare.verify.memory_exporters import exporter_pod as recognise
 

@@ -11,8 +11,17 @@ from pathlib import Path
 
 import pytest
 from conftest import PROJECT_DIR
-from gpu_pages import L20_NODE, L20_UUID, Gpu, dcgm_page, exporter_pod, mig_gpus, nvidia_smi_page, seed_gpus
 
+from fake_cluster.gpu_pages import (
+    L20_NODE,
+    L20_UUID,
+    Gpu,
+    dcgm_page,
+    exporter_pod,
+    mig_gpus,
+    nvidia_smi_page,
+    seed_gpus,
+)
 from gpushare import kube_names
 from gpushare.errors import GpushareError
 from gpushare.stack.edit import NewMeasurement, edit_measurements, write_measurements

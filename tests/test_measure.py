@@ -20,10 +20,10 @@ import pytest
 import test_memory_budget
 import test_verify
 from conftest import PROJECT_DIR
-from fake_apiserver import FakeApiServer
-from gpu_pages import L20_NODE, T4_NODE, exporter_objects, gpu_pod, seed_gpus
 from test_memory_budget import PROMETHEUS_PATH, prometheus_series
 
+from fake_cluster.apiserver import FakeApiServer
+from fake_cluster.gpu_pages import L20_NODE, T4_NODE, exporter_objects, gpu_pod, seed_gpus
 from gpushare.cli import main as cli_main
 
 Obj = dict[str, Any]

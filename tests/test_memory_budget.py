@@ -18,8 +18,11 @@ from typing import Any
 import pytest
 import test_verify
 from conftest import PROJECT_DIR
-from fake_apiserver import PAGE_KIND, FakeApiServer
-from gpu_pages import (
+from prometheus_client.parser import text_string_to_metric_families
+from test_verify import prod_cluster, rendered
+
+from fake_cluster.apiserver import PAGE_KIND, FakeApiServer
+from fake_cluster.gpu_pages import (
     L20_NODE,
     L20_UUID,
     T4_NODE,
@@ -29,9 +32,6 @@ from gpu_pages import (
     page_object,
     seed_gpus,
 )
-from prometheus_client.parser import text_string_to_metric_families
-from test_verify import prod_cluster, rendered
-
 from gpushare.cli import main as cli_main
 from gpushare.verify import memory_live as live
 

@@ -11,8 +11,8 @@ together and dcgm-exporter (without KUBERNETES_VIRTUAL_GPUS) gives no per-pod se
 from __future__ import annotations
 
 from conftest import PROJECT_DIR
-from gpu_pages import L20_NODE, dcgm_page, seed_gpus
 
+from fake_cluster.gpu_pages import L20_NODE, dcgm_page, seed_gpus
 from gpushare import kube_names
 from gpushare.plan import build_plan
 from gpushare.stack.loading import load_stack_file

@@ -15,16 +15,31 @@ import re
 import shutil
 import subprocess
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from conftest import PROJECT_DIR
-from fake_apiserver import FakeApiServer, label_selector_matches
-from gpu_pages import exporter_objects, mig_gpus, seed_gpus
 
+from fake_cluster.apiserver import FakeApiServer, label_selector_matches
+from fake_cluster.gpu_pages import exporter_objects, mig_gpus, seed_gpus
+from fake_cluster.objects import (
+    NOW,
+    TKE_DS,
+    TKE_ORIGINAL_ARGS,
+    Obj,
+    daemonset_status,
+    gpu_workload,
+    node,
+    owner,
+    plugin_pod,
+    split_patch,
+    stamp,
+    tke_daemonset,
+    with_uid,
+)
 from gpushare import kube_names
 from gpushare.cli import main as cli_main
 from gpushare.offline.manifests import extract_helm_releases, extract_manifests
@@ -36,13 +51,7 @@ from gpushare.verify.expectations import ObjectRef, PluginWorkload, expected_clu
 from gpushare.verify.objects import age
 from gpushare.verify.report import ClusterSnapshot
 
-Obj = dict[str, Any]
-NOW = datetime.now(UTC)
 L20_NODE, T4_NODE, H20_NODE = "10.0.1.11", "10.0.1.12", "10.0.1.13"
-TKE_DS = "nvidia-device-plugin-daemonset"
-# TKE's DaemonSet as the seed found it: `--mig-strategy=single`, no --config-file, no ConfigMap volume,
-# nodeSelector nvidia-device-enable=enable (seed section "现状"; shared/reference/tke-provider.md).
-TKE_ORIGINAL_ARGS = ["--mig-strategy=single", "--fail-on-init-error=false", "--pass-device-specs=true"]
 # The seed's pitfall 3, verbatim from the plugin's log.
 DIRECTORY_ERROR = (
     "unable to load config: unable to finalize config: unable to parse config file: "
@@ -51,173 +60,8 @@ DIRECTORY_ERROR = (
 SCHEDULER_MESSAGE = "0/8 nodes are available: 8 Insufficient nvidia.com/gpu."
 
 
-def stamp(delta: timedelta = timedelta(days=30)) -> str:
-    return (NOW - delta).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 # --------------------------------------------------------------------------------------------------
 # The cluster, from the render
-
-
-def merge_patch(base: Any, patch: Any, key: str | None = None) -> Any:
-    """Server-side apply's merge for the fields the patch touches: maps merge, lists of named items
-    (containers, volumes) and volumeMounts merge by key, other lists (args) are replaced."""
-    if isinstance(base, dict) and isinstance(patch, dict):
-        merged = dict(base)
-        for k, v in patch.items():
-            merged[k] = merge_patch(base.get(k), v, k) if k in base else copy.deepcopy(v)
-        return merged
-    list_key = {"containers": "name", "volumes": "name", "volumeMounts": "mountPath"}.get(key or "")
-    if isinstance(base, list) and isinstance(patch, list) and list_key:
-        merged_list = [copy.deepcopy(item) for item in base]
-        for item in patch:
-            at = next((i for i, b in enumerate(merged_list) if b.get(list_key) == item.get(list_key)), None)
-            if at is None:
-                merged_list.append(copy.deepcopy(item))
-            else:
-                merged_list[at] = merge_patch(merged_list[at], item)
-        return merged_list
-    return copy.deepcopy(patch)
-
-
-def owner(kind: str, obj: Obj) -> list[Obj]:
-    api = "apps/v1"
-    return [
-        {
-            "apiVersion": api,
-            "kind": kind,
-            "name": obj["metadata"]["name"],
-            "uid": f"uid-{kind}-{obj['metadata']['name']}",
-            "controller": True,
-        }
-    ]
-
-
-def with_uid(kind: str, obj: Obj) -> Obj:
-    obj["metadata"]["uid"] = f"uid-{kind}-{obj['metadata']['name']}"
-    return obj
-
-
-def node(name: str, labels: dict[str, str], gpus: dict[str, str]) -> Obj:
-    resources = {"cpu": "31600m", "memory": "120Gi", "pods": "61", **gpus}
-    return {
-        "kind": "Node",
-        "metadata": {"name": name, "labels": {**labels, "kubernetes.io/hostname": name}},
-        "spec": {"podCIDR": "172.16.0.0/26"},
-        "status": {
-            "capacity": resources,
-            "allocatable": resources,
-            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
-        },
-    }
-
-
-def plugin_pod(daemonset: Obj, node_name: str, suffix: str) -> Obj:
-    template = daemonset["spec"]["template"]
-    containers = template["spec"]["containers"]
-    return {
-        "kind": "Pod",
-        "metadata": {
-            "name": f"{daemonset['metadata']['name']}-{suffix}",
-            "namespace": daemonset["metadata"]["namespace"],
-            "labels": dict(template["metadata"]["labels"]),
-            "annotations": dict(template["metadata"].get("annotations") or {}),
-            "ownerReferences": owner("DaemonSet", daemonset),
-            "creationTimestamp": stamp(timedelta(days=2)),
-        },
-        "spec": {**copy.deepcopy(template["spec"]), "nodeName": node_name},
-        "status": {
-            "phase": "Running",
-            "conditions": [{"type": "Ready", "status": "True"}],
-            "containerStatuses": [
-                {
-                    "name": c["name"],
-                    "image": c.get("image", "plugin"),
-                    "imageID": "sha256:0",
-                    "ready": True,
-                    "restartCount": 0,
-                    "state": {"running": {"startedAt": stamp(timedelta(days=2))}},
-                }
-                for c in containers
-            ],
-        },
-    }
-
-
-def daemonset_status(daemonset: Obj, count: int) -> Obj:
-    daemonset["status"] = {
-        "currentNumberScheduled": count,
-        "desiredNumberScheduled": count,
-        "numberMisscheduled": 0,
-        "numberReady": count,
-        "updatedNumberScheduled": count,
-        "observedGeneration": 2,
-    }
-    return daemonset
-
-
-def gpu_workload(pods_running: list[str], revision: str = "2") -> list[Obj]:
-    """The seed's NLP service: a Deployment of 2 replicas, one GPU each, rollout complete."""
-    labels = {"app": "nlp-infer"}
-    template = {
-        "metadata": {"labels": labels},
-        "spec": {
-            "containers": [
-                {"name": "infer", "image": "nlp-infer:v2", "resources": {"limits": {"nvidia.com/gpu": "1"}}}
-            ]
-        },
-    }
-    deployment = with_uid(
-        "Deployment",
-        {
-            "kind": "Deployment",
-            "metadata": {
-                "name": "nlp-infer",
-                "namespace": "nlp",
-                "annotations": {"deployment.kubernetes.io/revision": revision},
-            },
-            "spec": {"replicas": 2, "selector": {"matchLabels": labels}, "template": template},
-            "status": {
-                "replicas": 2,
-                "updatedReplicas": 2,
-                "readyReplicas": 2,
-                "availableReplicas": 2,
-                "conditions": [
-                    {"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable"},
-                    {"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable"},
-                ],
-            },
-        },
-    )
-    replica_set = with_uid(
-        "ReplicaSet",
-        {
-            "kind": "ReplicaSet",
-            "metadata": {
-                "name": "nlp-infer-7d4b9c",
-                "namespace": "nlp",
-                "annotations": {"deployment.kubernetes.io/revision": revision},
-                "ownerReferences": owner("Deployment", deployment),
-            },
-            "spec": {"replicas": 2, "selector": {"matchLabels": labels}, "template": template},
-            "status": {"replicas": 2, "readyReplicas": 2, "availableReplicas": 2},
-        },
-    )
-    pods = [
-        {
-            "kind": "Pod",
-            "metadata": {
-                "name": f"nlp-infer-7d4b9c-{index}",
-                "namespace": "nlp",
-                "labels": labels,
-                "ownerReferences": owner("ReplicaSet", replica_set),
-            },
-            "spec": {**copy.deepcopy(template["spec"]), "nodeName": node_name},
-            "status": {"phase": "Running"},
-        }
-        for index, node_name in enumerate(pods_running)
-    ]
-    return [deployment, replica_set, *pods]
 
 
 def rendered(project_dir: Path, stack: str) -> tuple[list[Obj], dict[str, dict[str, str]], list[Any]]:
@@ -230,49 +74,6 @@ def rendered(project_dir: Path, stack: str) -> tuple[list[Obj], dict[str, dict[s
         if r.type == NODE_POOL_TYPE and not r.external
     }
     return manifests, labels, extract_helm_releases(run.resources)
-
-
-def tke_daemonset(patch: Obj | None) -> Obj:
-    """TKE's own DaemonSet as the seed found it, with gpushare's server-side apply patch applied."""
-    original = {
-        "kind": "DaemonSet",
-        "metadata": {
-            "name": TKE_DS,
-            "namespace": "kube-system",
-            "labels": {"k8s-app": "nvidia-device-plugin"},
-        },
-        "spec": {
-            "selector": {"matchLabels": {"name": "nvidia-device-plugin-ds"}},
-            "template": {
-                "metadata": {"labels": {"name": "nvidia-device-plugin-ds"}},
-                "spec": {
-                    "nodeSelector": {"nvidia-device-enable": "enable"},
-                    "tolerations": [{"operator": "Exists"}],
-                    "containers": [
-                        {
-                            "name": "nvidia-device-plugin-ctr",
-                            "image": "sgccr.ccs.tencentyun.com/tkeimages/nvidia-device-plugin:v0.14.5",
-                            "args": list(TKE_ORIGINAL_ARGS),
-                            "volumeMounts": [
-                                {"name": "device-plugin", "mountPath": "/var/lib/kubelet/device-plugins"}
-                            ],
-                        }
-                    ],
-                    "volumes": [
-                        {"name": "device-plugin", "hostPath": {"path": "/var/lib/kubelet/device-plugins"}}
-                    ],
-                },
-            },
-        },
-    }
-    patched = merge_patch(original, {"spec": patch["spec"]}) if patch else original
-    return daemonset_status(with_uid("DaemonSet", patched), 1)
-
-
-def split_patch(manifests: list[Obj]) -> tuple[list[Obj], Obj | None]:
-    """The render's objects, and its patch of TKE's DaemonSet (a patch has no selector of its own)."""
-    patches = [m for m in manifests if m["kind"] == "DaemonSet" and "selector" not in m.get("spec", {})]
-    return [m for m in manifests if m not in patches], (patches[0] if patches else None)
 
 
 def prod_cluster(manifests: list[Obj], pool_labels: dict[str, dict[str, str]]) -> list[Obj]:

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_apiserver import FakeApiServer
 from test_verify import (  # the prod cluster and its fake API server (module fixtures)
     SCHEDULER_MESSAGE,
     kubeconfig,
@@ -26,6 +25,7 @@ from test_verify import (  # the prod cluster and its fake API server (module fi
     verify,
 )
 
+from fake_cluster.apiserver import FakeApiServer
 from gpushare.verify.workload_checks import gpu_pending_pods
 
 __all__ = ["kubeconfig", "prod", "prod_render", "server"]  # fixtures used by name below

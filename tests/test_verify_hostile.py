@@ -1,7 +1,7 @@
 """`verify` against API servers that lie, loop, stall or refuse (#27): never "conforms" about what it could
 not read, exit 2 when nothing can be checked, bounded in time and memory whatever the server sends.
 
-The fake API server (tests/fake_apiserver.py) serves the rendered prod cluster; `override` makes one kind
+The fake API server (fake_cluster/apiserver.py) serves the rendered prod cluster; `override` makes one kind
 of request misbehave. Deadlines are shortened per test so that a bound shows in a second, not in minutes.
 """
 
@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 import test_verify
-from fake_apiserver import FakeApiServer, Reply
 from test_verify import PROJECT_DIR, Obj, checks
 
+from fake_cluster.apiserver import FakeApiServer, Reply
 from gpushare.cli import main as cli_main
 from gpushare.verify import reader as cluster_reader
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from fake_apiserver import FakeApiServer
 from test_verify import (  # the prod cluster and its fake API server (module fixtures)
     DIRECTORY_ERROR,
     T4_NODE,
@@ -23,6 +22,8 @@ from test_verify import (  # the prod cluster and its fake API server (module fi
     server,
     verify,
 )
+
+from fake_cluster.apiserver import FakeApiServer
 
 __all__ = ["kubeconfig", "prod", "prod_render", "server"]  # fixtures used by name below
 

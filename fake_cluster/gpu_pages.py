@@ -93,7 +93,8 @@ def dcgm_page(gpus: Sequence[Gpu], host_label: str = "Hostname", whole_gpu_serie
     ):
         lines += [f"# HELP DCGM_FI_DEV_FB_{field} {help_text}", f"# TYPE DCGM_FI_DEV_FB_{field} gauge"]
         for gpu in gpus:
-            units = [(m, m[2]) for m in gpu.mig] or [(None, gpu.used_mib)]
+            units: list[tuple[tuple[str, int, float] | None, float]] = [(m, m[2]) for m in gpu.mig]
+            units = units or [(None, gpu.used_mib)]
             for mig, used in units:
                 value = {"USED": used, "RESERVED": RESERVED_MIB, "FREE": gpu.memory_mib - used - RESERVED_MIB}
                 if field != "USED" or whole_gpu_series or not gpu.pods:
@@ -253,7 +254,7 @@ def gpu_pod(
 
 
 def page_object(pod: Obj, port: int, page: str | bytes) -> Obj:
-    """The fake API server's stand-in for what the pod serves on `port` (`fake_apiserver.PAGE_KIND`)."""
+    """The fake API server's stand-in for what the pod serves on `port` (`fake_cluster.apiserver.PAGE_KIND`)."""
     metadata = pod["metadata"]
     return {
         "kind": "test/ExporterPage",

@@ -186,6 +186,19 @@ def _field(obj: Mapping[str, Any], path: str) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
+NODE_NAME = "spec.nodeName"
+
+
+def _node_name_selected(query: Mapping[str, list[str]]) -> str | None:
+    """The node of a request whose one field selector is the single requirement `spec.nodeName=NODE`."""
+    selectors = query.get("fieldSelector", [])
+    requirements = _split_requirements(selectors[0]) if len(selectors) == 1 else []
+    if len(requirements) != 1:
+        return None
+    match = re.match(r"^spec\.nodeName==?(.*)$", requirements[0])
+    return None if match is None else match[1]
+
+
 def field_selector_matches(selector: str, obj: Mapping[str, Any], kind: Kind) -> bool:
     for requirement in _split_requirements(selector):
         match = re.match(r"^([A-Za-z.]+)(==|=|!=)(.*)$", requirement)
@@ -229,6 +242,11 @@ class FakeApiServer:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._objects: dict[tuple[str, str, str], dict[str, Any]] = {}
+        # Indexes over `_objects`, rebuilt by `load`: each kind's keys in order, and pods by spec.nodeName
+        # (as kube-apiserver's watch cache indexes them), so a per-node pod list does not scan every pod:
+        # bench/live.py serves clusters of thousands of pods, and verify lists the pods of each GPU node.
+        self._keys_by_kind: dict[str, list[tuple[str, str, str]]] = {}
+        self._pods_by_node: dict[str, list[tuple[str, str, str]]] = {}
         self._resource_version = 1000
         self.requests: list[tuple[str, str]] = []
         self.writes: list[tuple[str, str]] = []
@@ -264,7 +282,9 @@ class FakeApiServer:
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        # typeshed allows bytes here; an AF_INET server's address is a str.
+        address = host.decode() if isinstance(host, bytes) else host
+        return f"http://{address}:{port}"
 
     def write_kubeconfig(self, path: Path, context: str = "fake") -> Path:
         path.write_text(
@@ -294,6 +314,12 @@ class FakeApiServer:
                     self.pages[(obj["metadata"]["namespace"], pod, int(port))] = obj["page"]
                 else:
                     self._add(obj)
+            self._keys_by_kind = {}
+            self._pods_by_node = {}
+            for key in sorted(self._objects):
+                self._keys_by_kind.setdefault(key[0], []).append(key)
+                if key[0] == "Pod":
+                    self._pods_by_node.setdefault(_field(self._objects[key], NODE_NAME), []).append(key)
             self.forbidden = set(forbidden)
             self.override = None
             self.requests.clear()
@@ -451,11 +477,14 @@ class FakeApiServer:
                         {"name": name, "group": kind.group, "kind": kind.plural},
                     )
                 return 200, {"kind": kind.kind, **copy.deepcopy(obj)}
-            items = [
-                o
-                for (k, ns, _), o in sorted(self._objects.items())
-                if k == kind.kind and (not namespace or ns == namespace)
-            ]
+            on_node = _node_name_selected(query) if kind.kind == "Pod" else None
+            keys = (
+                self._keys_by_kind.get(kind.kind, [])
+                if on_node is None
+                else self._pods_by_node.get(on_node, [])
+            )
+            # The selectors below still run over these: the index only narrows what they look at.
+            items = [self._objects[key] for key in keys if not namespace or key[1] == namespace]
             version = str(self._resource_version)
         try:
             for selector in query.get("labelSelector", []):
