@@ -103,3 +103,21 @@ def test_a_plugin_after_one_with_a_refused_command_line_is_still_judged(prod: Pr
         f'ConfigMap kube-system/time-slicing-config key "l20": device plugin 0.14.5 refuses it as read by '
         f"{PLUGIN_LABEL}: "
     )
+
+
+def test_an_override_is_still_reported_after_a_plugin_that_reads_no_config_map(prod: Program) -> None:
+    """Another team's plugin DaemonSet, listed first, runs without --config-file (nothing for the rule to
+    compare); gpushare's l20 plugin after it still has its override reported."""
+    vendor = copy.deepcopy(prod.get(PLUGIN))
+    vendor.name = "vendor-plugin"
+    vendor.props["metadata"]["name"] = "vendor-device-plugin"
+    vendor.props["spec"]["template"]["spec"]["containers"][0]["args"] = ["--mig-strategy=single"]
+    reported = overrides_reported([vendor, *prod.but(_with_mig_strategy_flag(prod))])
+    assert reported == [
+        (
+            f"{PLUGIN_LABEL}: argument --mig-strategy=single sets migStrategy='single', overriding "
+            "migStrategy: 'none' in ConfigMap kube-system/time-slicing-config key \"l20\" (command line > env > "
+            "file), so the file silently does not decide. Drop the override or make the file say it.",
+            PLUGIN_URN,
+        )
+    ]

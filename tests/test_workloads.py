@@ -241,3 +241,23 @@ def test_a_config_file_mounted_by_sub_path_reads_that_key(prod: Program) -> None
         "reads key 'l40s' of ConfigMap kube-system/time-slicing-config, which has no such key (keys: any, l20, "
         "t4); the file is missing and the plugin cannot start."
     ]
+
+
+# --------------------------------------------------------------------------------------------------------
+# HelmPlugin.enabled: the chart's `devicePlugin.enabled` (default true) decides whether it deploys a plugin
+
+
+@pytest.mark.parametrize(
+    ("enabled", "expected"),
+    [
+        (True, [_no_gpu_known("0.15.0")]),  # said explicitly: the chart's default, a plugin DaemonSet
+        (False, []),  # the chart renders no plugin DaemonSet (a GFD-only release): nothing to schedule
+    ],
+)
+def test_a_release_that_says_devicePlugin_enabled_is_judged_and_one_that_turns_it_off_is_not(
+    staging: Program, enabled: bool, expected: list[tuple[str, str | None]]
+) -> None:
+    resources = _unlabelled_at(staging, "0.15.0")
+    release = next(r for r in resources if r.name == RELEASE)
+    release.props["values"]["devicePlugin"] = {"enabled": enabled}
+    assert schedulable(resources) == expected
