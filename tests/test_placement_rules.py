@@ -64,6 +64,18 @@ def test_a_mig_parted_config_map_for_a_pool_nobody_names_is_not_judged(staging: 
     assert mig_capable(_edited(staging, pool_label="a100")) == []
 
 
+def test_a_pools_mig_parted_layout_is_judged_after_a_config_map_no_pool_label_names(staging: Program) -> None:
+    """Another team's copy of the layout, without the pool label and listed first, is nobody's pool's (not
+    judged); the h20 pool's ConfigMap after it still is."""
+    edited = _edited(staging)
+    unlabelled = copy.deepcopy(next(r for r in edited if r.name == "gpushare-h20-mig-mig-parted"))
+    unlabelled.name = "team-mig-parted"
+    unlabelled.props["metadata"]["name"] = "team-mig-parted-config"
+    del unlabelled.props["metadata"]["labels"][kube_names.LABEL_POOL]
+    assert mig_capable([unlabelled]) == []
+    assert mig_capable([unlabelled, *edited]) == [_too_many("h20")]
+
+
 # --------------------------------------------------------------------------------------------------------
 # gpu-pool-labels: a CPU pool of the same stack is not a GPU pool, and the GPU pools after it are judged
 
