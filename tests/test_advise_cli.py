@@ -335,3 +335,26 @@ def test_mig_layout_underused_catches_seven_small_instances_through_the_protocol
     assert "6x 1g.12gb + 1x 1g.24gb yields 16 in 7" in messages[0]
     # On the H20 node pool the layout is partitioned on.
     assert f"{NODE_POOL}::" in found[0].urn and found[0].urn.endswith("h20-pool"), found[0].urn
+
+
+def test_the_stack_snippet_is_one_node_pool_of_one_node_as_printed() -> None:
+    """The whole snippet for the seed's L20 (floor(0.9 x 46068 / 4621) = 8 slots), exactly as printed: one
+    pool of one node (min = max = desired = 1)."""
+    code, snippet = run(["advise", "--gpu", "L20", "--measured-mib", "4621", "--stack-snippet"])
+    assert code == 0
+    assert snippet == (
+        "# L20, 4621 MiB, ceiling 0.9: whole GPU, time-sliced x8\n"
+        "  gpushare:pools:\n"
+        "    - name: l20\n"
+        "      gpu: L20\n"
+        "      instanceType: PNV5b.8XLARGE96\n"
+        "      nodes: {min: 1, max: 1, desired: 1}\n"
+        "      sharing:\n"
+        "        mode: time-slicing\n"
+        "        # 8 slots per GPU (gpushare advise)\n"
+        "        measuredMiB: 4621\n"
+        '        measuredAt: "FILL-IN: YYYY-MM-DD, the day it was measured"\n'
+        '        source: "FILL-IN: how and where the process was measured"\n'
+        "  # Fill in before use: measuredAt, source (every FILL-IN value; plan, render and check refuse a stack "
+        "that still holds one)\n"
+    )

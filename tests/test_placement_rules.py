@@ -12,9 +12,10 @@ import copy
 from collections.abc import Callable
 
 from conftest import HELM_MIG
-from test_policies import Program, Res, _isolated_environment, stack_messages, staging, use_stack
+from test_policies import Program, Res, _isolated_environment, program, stack_messages, staging, use_stack
 
 from gpushare import kube_names
+from gpushare.resource_types import NODE_POOL
 from gpushare_policies import rules
 
 __all__ = ["_isolated_environment", "staging", "use_stack"]  # fixtures used by name below
@@ -61,3 +62,47 @@ def test_a_mig_parted_layout_is_judged_on_the_stack_pools_gpu(
 def test_a_mig_parted_config_map_for_a_pool_nobody_names_is_not_judged(staging: Program) -> None:
     """The near miss: no stack pool and no node pool a100, so no GPU to fit the layout to."""
     assert mig_capable(_edited(staging, pool_label="a100")) == []
+
+
+def test_a_pools_mig_parted_layout_is_judged_after_a_config_map_no_pool_label_names(staging: Program) -> None:
+    """Another team's copy of the layout, without the pool label and listed first, is nobody's pool's (not
+    judged); the h20 pool's ConfigMap after it still is."""
+    edited = _edited(staging)
+    unlabelled = copy.deepcopy(next(r for r in edited if r.name == "gpushare-h20-mig-mig-parted"))
+    unlabelled.name = "team-mig-parted"
+    unlabelled.props["metadata"]["name"] = "team-mig-parted-config"
+    del unlabelled.props["metadata"]["labels"][kube_names.LABEL_POOL]
+    assert mig_capable([unlabelled]) == []
+    assert mig_capable([unlabelled, *edited]) == [_too_many("h20")]
+
+
+# --------------------------------------------------------------------------------------------------------
+# gpu-pool-labels: a CPU pool of the same stack is not a GPU pool, and the GPU pools after it are judged
+
+
+def pool_labels(resources: list[Res]) -> list[tuple[str, str | None]]:
+    return stack_messages(rules.POLICIES_BY_NAME["gpu-pool-labels"], resources)  # type: ignore[arg-type]
+
+
+def test_a_gpu_pool_after_a_cpu_pool_must_still_carry_the_plugin_labels(
+    use_stack: Callable[..., None],
+) -> None:
+    """prod (TKE's plugin adopted: its pools must say nvidia-device-enable=enable), with a CPU node pool of
+    the user's own registered first: S5.2XLARGE16 is no GPU instance and the pool names no GPU model, so no
+    label is asked of it; the t4 pool after it, without its switch label, is reported."""
+    use_stack("prod")
+    prod = program("prod")
+    t4 = copy.deepcopy(prod.get("gpushare-t4-pool"))
+    cpu = copy.deepcopy(t4)
+    cpu.name = "web-pool"
+    cpu.props["name"] = "web"
+    cpu.props["autoScalingConfig"]["instanceType"] = "S5.2XLARGE16"
+    cpu.props["labels"] = {"app": "web"}
+    assert pool_labels([cpu]) == []
+    del t4.props["labels"][kube_names.LABEL_DEVICE_ENABLE]
+    assert pool_labels([cpu, *prod.but(t4)]) == [
+        (
+            "node pool t4 (T4) lacks the label(s) its device plugin selects on: nvidia-device-enable=enable.",
+            f"urn:pulumi:prod::gpushare::{NODE_POOL}::gpushare-t4-pool",
+        )
+    ]

@@ -103,3 +103,71 @@ def test_a_plugin_after_one_with_a_refused_command_line_is_still_judged(prod: Pr
         f'ConfigMap kube-system/time-slicing-config key "l20": device plugin 0.14.5 refuses it as read by '
         f"{PLUGIN_LABEL}: "
     )
+
+
+def test_an_override_is_still_reported_after_a_plugin_that_reads_no_config_map(prod: Program) -> None:
+    """Another team's plugin DaemonSet, listed first, runs without --config-file (nothing for the rule to
+    compare); gpushare's l20 plugin after it still has its override reported."""
+    vendor = copy.deepcopy(prod.get(PLUGIN))
+    vendor.name = "vendor-plugin"
+    vendor.props["metadata"]["name"] = "vendor-device-plugin"
+    vendor.props["spec"]["template"]["spec"]["containers"][0]["args"] = ["--mig-strategy=single"]
+    reported = overrides_reported([vendor, *prod.but(_with_mig_strategy_flag(prod))])
+    assert reported == [
+        (
+            f"{PLUGIN_LABEL}: argument --mig-strategy=single sets migStrategy='single', overriding "
+            "migStrategy: 'none' in ConfigMap kube-system/time-slicing-config key \"l20\" (command line > env > "
+            "file), so the file silently does not decide. Drop the override or make the file say it.",
+            PLUGIN_URN,
+        )
+    ]
+
+
+# --------------------------------------------------------------------------------------------------------
+# config-key-exists on a pool no modelled plugin serves: its key must be in some device-plugin config
+
+
+def _keys_reported(resources: list[Res]) -> list[tuple[str, str | None]]:
+    return stack_messages(rules.POLICIES_BY_NAME["config-key-exists"], resources)  # type: ignore[arg-type]
+
+
+def _batch_pool(prod: Program, selected: str) -> Res:
+    """A second L20 pool of the user's own: TKE's plugin opted out (`disable`), no gpushare plugin selects
+    gpushare.io/pool=l20-batch, and it asks the plugin config key `selected`."""
+    pool = copy.deepcopy(prod.get("gpushare-l20-pool"))
+    pool.name = "l20-batch-pool"
+    pool.props["name"] = "l20-batch"
+    pool.props["labels"].update(
+        {
+            "gpushare.io/pool": "l20-batch",
+            "nvidia-device-enable": "disable",
+            "nvidia.com/device-plugin.config": selected,
+        }
+    )
+    return pool
+
+
+def _team_configs(prod: Program) -> Res:
+    """Another team's device-plugin ConfigMap in the same stack, holding only key h100."""
+    team = copy.deepcopy(prod.get(CONFIG_MAP))
+    team.name = "team-plugin-configs"
+    team.props["metadata"]["name"] = "team-plugin-configs"
+    team.props["data"] = {"h100": replicas_text(4)}
+    return team
+
+
+def test_a_pool_no_plugin_serves_may_select_a_key_that_one_of_the_configs_has(prod: Program) -> None:
+    # l20 is a key of time-slicing-config (keys any, l20, t4), though not of the team's (h100).
+    assert _keys_reported([_team_configs(prod), *prod.resources, _batch_pool(prod, "l20")]) == []
+
+
+def test_a_pool_no_plugin_serves_selecting_a_key_no_config_has_is_reported(prod: Program) -> None:
+    """The near miss: a100 is in neither ConfigMap."""
+    assert _keys_reported([_team_configs(prod), *prod.resources, _batch_pool(prod, "a100")]) == [
+        (
+            "node pool l20-batch: label nvidia.com/device-plugin.config=a100 names a key no device-plugin config "
+            "has (ConfigMap kube-system/team-plugin-configs: h100; ConfigMap kube-system/time-slicing-config: any, "
+            "l20, t4).",
+            "urn:pulumi:prod::gpushare::tencentcloud:Kubernetes/nodePool:NodePool::l20-batch-pool",
+        )
+    ]

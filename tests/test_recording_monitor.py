@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
+from typing import Any
+
+import pytest
+from pulumi.runtime import MockResourceArgs
 
 from gpushare.offline.echo_mocks import Mocks
 from gpushare.offline.mock_run import run_program
@@ -39,3 +43,34 @@ def test_a_read_asked_to_be_protected_is_recorded_read_and_unprotected(tmp_path:
     owned = run.resource("kubernetes:core/v1:ConfigMap", "owned")
     assert (read.external, read.protect, read.id) == (True, False, "kube-system/existing")
     assert (owned.external, owned.protect, owned.id) == (False, True, "owned_id")
+
+
+class _ReadIdMocks(Mocks):
+    """`pulumi.runtime.Mocks.new_resource` answers with an optional id: for a read, the mocks' own id, or
+    None (then the recorder keeps the id the program read)."""
+
+    def __init__(self, read_id: str | None) -> None:
+        super().__init__()
+        self.read_id = read_id
+
+    def new_resource(self, args: MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
+        resource_id, outputs = super().new_resource(args)
+        return (self.read_id if args.resource_id else resource_id), outputs
+
+
+@pytest.mark.parametrize(
+    ("read_id", "recorded"),
+    [
+        (None, "kube-system/existing"),  # no id from the mocks: the id the program read
+        ("kube-system/renamed", "kube-system/renamed"),  # the mocks' answer is the read's id
+    ],
+)
+def test_a_reads_id_is_the_mocks_answer_else_the_id_read(
+    tmp_path: Path, read_id: str | None, recorded: str
+) -> None:
+    (tmp_path / "Pulumi.yaml").write_text("name: scratch\nruntime: python\n")
+    (tmp_path / "__main__.py").write_text(
+        'import pulumi_kubernetes as k8s\n\nk8s.core.v1.ConfigMap.get("existing", "kube-system/existing")\n'
+    )
+    run = run_program(tmp_path, stack="dev", config={}, mocks=_ReadIdMocks(read_id), timeout=30)
+    assert run.resource("kubernetes:core/v1:ConfigMap", "existing").id == recorded

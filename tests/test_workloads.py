@@ -241,3 +241,66 @@ def test_a_config_file_mounted_by_sub_path_reads_that_key(prod: Program) -> None
         "reads key 'l40s' of ConfigMap kube-system/time-slicing-config, which has no such key (keys: any, l20, "
         "t4); the file is missing and the plugin cannot start."
     ]
+
+
+# --------------------------------------------------------------------------------------------------------
+# HelmPlugin.enabled: the chart's `devicePlugin.enabled` (default true) decides whether it deploys a plugin
+
+
+@pytest.mark.parametrize(
+    ("enabled", "expected"),
+    [
+        (True, [_no_gpu_known("0.15.0")]),  # said explicitly: the chart's default, a plugin DaemonSet
+        (False, []),  # the chart renders no plugin DaemonSet (a GFD-only release): nothing to schedule
+    ],
+)
+def test_a_release_that_says_devicePlugin_enabled_is_judged_and_one_that_turns_it_off_is_not(
+    staging: Program, enabled: bool, expected: list[tuple[str, str | None]]
+) -> None:
+    resources = _unlabelled_at(staging, "0.15.0")
+    release = next(r for r in resources if r.name == RELEASE)
+    release.props["values"]["devicePlugin"] = {"enabled": enabled}
+    assert schedulable(resources) == expected
+
+
+# --------------------------------------------------------------------------------------------------------
+# HelmPlugin.overrides: the chart's compatWithCPUManager: true is PASS_DEVICE_SPECS=true on every node
+
+
+def _compat_with_cpu_manager(staging: Program, file_says: str) -> list[Res]:
+    """The release with values.compatWithCPUManager: true; key l20's file says flags.plugin.passDeviceSpecs."""
+    release = copy.deepcopy(staging.get(RELEASE))
+    release.props["values"]["compatWithCPUManager"] = True
+    configs = release.props["values"]["config"]["map"]
+    configs["l20"] = configs["l20"].replace(
+        "flags:\n", f"flags:\n  plugin:\n    passDeviceSpecs: {file_says}\n"
+    )
+    return staging.but(release)
+
+
+@pytest.mark.parametrize(
+    ("file_says", "expected"),
+    [
+        (
+            "false",
+            [
+                (
+                    f"{CHART}: values.compatWithCPUManager is rendered as an env var on every node and sets "
+                    "passDeviceSpecs=True, overriding passDeviceSpecs: False in Helm release "
+                    'nvidia-device-plugin/nvidia-device-plugin config.map key "l20". Leave the top-level value '
+                    "unset.",
+                    RELEASE_URN,
+                )
+            ],
+        ),
+        ("true", []),  # the file already says what the value sets: nothing is overridden
+    ],
+)
+def test_compat_with_cpu_manager_passes_device_specs_over_the_file(
+    staging: Program, file_says: str, expected: list[tuple[str, str | None]]
+) -> None:
+    found = stack_messages(
+        rules.POLICIES_BY_NAME["cli-flag-overrides-config"],  # type: ignore[arg-type]
+        _compat_with_cpu_manager(staging, file_says),
+    )
+    assert found == expected
