@@ -133,6 +133,22 @@ def test_each_config_needs_at_least_one_entry(value: str) -> None:
     assert message.startswith("mig-configs.all-x: ")
 
 
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        # No entries (null, an empty list) and no list at all (a mapping, even an empty one; a string) are
+        # two faults, each said as such, at the config's own key; never the string read as its characters.
+        ("null", "mig-configs.all-x: at least one entry in 'all-x' is required"),
+        ("[]", "mig-configs.all-x: at least one entry in 'all-x' is required"),
+        ("{}", "mig-configs.all-x: expected a list of entries, got a mapping"),
+        ("{devices: all}", "mig-configs.all-x: expected a list of entries, got a mapping"),
+        ("all", "mig-configs.all-x: expected a list of entries, got a string"),
+    ],
+)
+def test_a_config_of_no_entries_and_a_config_that_is_no_list_are_told_apart(value: str, message: str) -> None:
+    assert error_of(config_text(f"all-x: {value}\n")) == message
+
+
 def test_top_level_must_be_a_mapping() -> None:
     assert error_of("- version: v1\n").startswith("expected a mapping with 'version' and 'mig-configs'")
 
