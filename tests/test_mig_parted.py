@@ -566,3 +566,19 @@ def test_broken_yaml_is_one_line_naming_line_and_column() -> None:
         "not valid YAML: line 4, column 1: while parsing a flow node, expected the node content, "
         "but found '<stream end>'"
     )
+
+
+def test_cli_gpu_checks_the_entries_after_one_with_mig_on_and_no_instances(tmp_path: Path) -> None:
+    # Entry [0] turns MIG on with no instances (nothing to place); entry [1] asks for eight 1g.12gb on an
+    # H20, which has 7 compute slices (one per 1g.12gb, MIG User Guide): the second entry is still checked.
+    path = tmp_path / "config.yaml"
+    path.write_text(
+        entry_text("devices: [0]\nmig-enabled: true\nmig-devices: {}\n", name="h20-split")
+        + "    - devices: [1]\n      mig-enabled: true\n      mig-devices:\n        1g.12gb: 8\n"
+    )
+    assert run([str(path)]) == (0, f"{path}: valid\n", "")  # well-formed for mig-parted
+    assert run([str(path)], "H20") == (
+        1,
+        f"{path}: invalid: mig-configs.h20-split[1].mig-devices: does not fit H20: 1g.12gb x8: at most 7 per GPU\n",
+        "",
+    )
