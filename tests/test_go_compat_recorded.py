@@ -2,8 +2,9 @@
 
 tests/fixtures/device_plugin/go_recorded_verdicts.json (how it was recorded: the README beside it) holds
 Go's time.ParseDuration on overflowing and long-fraction durations, the device plugin v0.20.0 on GPU/MIG
-UUIDs in a `devices` list and on `rename` next to `renameByDefault`, and go-yaml v2 on which bad value of a
-document it names first, and on a number given as `version`. Every expected value here is Go's output, none is computed by the code under test."""
+UUIDs in a `devices` list, on `rename` next to `renameByDefault` and on a number given as `version`, and
+go-yaml v2 on which bad value of a document it names first. Every expected value here is Go's output, none
+is computed by the code under test."""
 
 from __future__ import annotations
 
