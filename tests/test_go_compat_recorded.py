@@ -2,8 +2,9 @@
 
 tests/fixtures/device_plugin/go_recorded_verdicts.json (how it was recorded: the README beside it) holds
 Go's time.ParseDuration on overflowing and long-fraction durations, the device plugin v0.20.0 on GPU/MIG
-UUIDs in a `devices` list and on `rename` next to `renameByDefault`, and go-yaml v2 on which bad value of a
-document it names first. Every expected value here is Go's output, none is computed by the code under test."""
+UUIDs in a `devices` list, on `rename` next to `renameByDefault` and on a number given as `version`, and
+go-yaml v2 on which bad value of a document it names first. Every expected value here is Go's output, none
+is computed by the code under test."""
 
 from __future__ import annotations
 
@@ -120,3 +121,16 @@ def test_the_first_bad_value_in_document_order_is_the_one_named(case: dict[str, 
     # tag is decoded by node kind, and its nested mapping must be built before the next key is read.
     assert case["ok"] is False
     assert _rejected_value(case["text"]) == case["rejectedValue"]
+
+
+@pytest.mark.parametrize("case", RECORDED["versions"], ids=lambda case: case["input"])
+def test_a_number_as_version_is_the_string_the_plugin_read(case: dict[str, Any]) -> None:
+    # sigs.k8s.io/yaml turns a YAML float bound for the string Config.Version into Go's shortest float32
+    # text: -0.0 (and -.0e5) is "-0", 0.0 is "0", the integer -0 is "0". The plugin then refuses any version
+    # but v1, naming the string it read (`unknown version: -0`).
+    if case["version"] == "v1":
+        assert parse(case["input"] + "\n", RECORDED_AT).config.version == "v1"
+    else:
+        with pytest.raises(DevicePluginConfigError) as refused:
+            parse(case["input"] + "\n", RECORDED_AT)
+        assert refused.value.message == f"unknown version: {case['version']}"

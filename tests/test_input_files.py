@@ -4,9 +4,12 @@ object limit: no ConfigMap a cluster reads is bigger)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+from conftest import PROJECT_DIR
 
 from gpushare.input_files import MAX_INPUT_BYTES, InputFileError, read_bytes, read_text
 
@@ -65,3 +68,41 @@ def test_missing_directories_and_unreadable(tmp_path: Path) -> None:
     # A path through a regular file: ENOTDIR, one of the other OSErrors, with the system's words.
     (tmp_path / "file").write_text("x")
     assert refusal(tmp_path / "file" / "below.yaml") == "cannot read: Not a directory"
+
+
+# A process in a session of its own (setsid: no controlling terminal, as a daemon or a container's first
+# process) that is handed a terminal device as its input file: open(2) without O_NOCTTY would make that
+# terminal its controlling one (POSIX open(), O_NOCTTY), and /dev/tty would then open.
+_TERMINAL_AS_INPUT = """
+import os
+from gpushare.input_files import InputFileError, read_bytes
+master, slave = os.openpty()
+try:
+    read_bytes(os.ttyname(slave))
+except InputFileError as err:
+    print(err.message)
+try:
+    os.close(os.open("/dev/tty", os.O_RDONLY))
+    print("a controlling terminal")
+except OSError:
+    print("no controlling terminal")
+"""
+
+
+def test_a_terminal_named_as_input_is_refused_and_never_becomes_the_controlling_terminal() -> None:
+    child = subprocess.run(
+        [sys.executable, "-c", _TERMINAL_AS_INPUT],
+        cwd=PROJECT_DIR,  # `-c` imports gpushare from the working directory: this tree's, not an installed one
+        start_new_session=True,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    if "openpty" in child.stderr:
+        pytest.skip("no pseudo-terminals here")
+    assert (child.returncode, child.stderr) == (0, "")
+    assert child.stdout.splitlines() == [
+        "is a character device, not a regular file; not read",
+        "no controlling terminal",
+    ]

@@ -21,7 +21,7 @@ from conftest import PROJECT_DIR
 from prometheus_client.parser import text_string_to_metric_families
 from test_verify import prod_cluster, rendered
 
-from fake_cluster.apiserver import PAGE_KIND, FakeApiServer
+from fake_cluster.apiserver import PAGE_KIND, FakeApiServer, Reply
 from fake_cluster.gpu_pages import (
     L20_NODE,
     L20_UUID,
@@ -446,6 +446,38 @@ def test_prometheus_that_is_not_there(server: FakeApiServer, kubeconfig: Path, p
             "warning",
             "prometheus",
             f'Prometheus at {url}: {metric}: answered 404 (pods "not-prometheus" not found)',
+        )
+        for metric in ("DCGM_FI_DEV_FB_USED", "nvidia_smi_memory_used_bytes", "gpu_mem_usage")
+    ]
+
+
+@pytest.mark.parametrize(
+    "value",
+    [[1764633600.0], [1764633600.0, "4608", "4608"]],
+    ids=["time-only", "one-cell-more"],
+)
+def test_a_prometheus_vector_item_that_is_not_time_and_value_is_a_warning(
+    server: FakeApiServer, kubeconfig: Path, prod_base: list[Obj], value: list[Any]
+) -> None:
+    # A vector item's value is [time, "number"] (Prometheus' HTTP API); one cell short or one more is no
+    # reading: each metric asked for is a warning naming it, never an IndexError nor a number taken anyway.
+    broken = {
+        "status": "success",
+        "data": {"resultType": "vector", "result": [{"metric": {"Hostname": L20_NODE}, "value": value}]},
+    }
+    server.load(copy.deepcopy(prod_base))
+    server.override = lambda path, query: (
+        Reply(200, broken) if path == PROMETHEUS_PATH + "/api/v1/query" else None
+    )
+    url = server.url + PROMETHEUS_PATH
+    args = ["verify", "--stack", "prod", "--kubeconfig", str(kubeconfig), "--json", "--prometheus", url]
+    out = io.StringIO()
+    assert cli_main.main(args, out=out) == 0
+    assert memory(json.loads(out.getvalue())) == [
+        (
+            "warning",
+            "prometheus",
+            f"Prometheus at {url}: {metric}: a Prometheus vector item without metric and [time, value]",
         )
         for metric in ("DCGM_FI_DEV_FB_USED", "nvidia_smi_memory_used_bytes", "gpu_mem_usage")
     ]

@@ -133,6 +133,22 @@ def test_each_config_needs_at_least_one_entry(value: str) -> None:
     assert message.startswith("mig-configs.all-x: ")
 
 
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        # No entries (null, an empty list) and no list at all (a mapping, even an empty one; a string) are
+        # two faults, each said as such, at the config's own key; never the string read as its characters.
+        ("null", "mig-configs.all-x: at least one entry in 'all-x' is required"),
+        ("[]", "mig-configs.all-x: at least one entry in 'all-x' is required"),
+        ("{}", "mig-configs.all-x: expected a list of entries, got a mapping"),
+        ("{devices: all}", "mig-configs.all-x: expected a list of entries, got a mapping"),
+        ("all", "mig-configs.all-x: expected a list of entries, got a string"),
+    ],
+)
+def test_a_config_of_no_entries_and_a_config_that_is_no_list_are_told_apart(value: str, message: str) -> None:
+    assert error_of(config_text(f"all-x: {value}\n")) == message
+
+
 def test_top_level_must_be_a_mapping() -> None:
     assert error_of("- version: v1\n").startswith("expected a mapping with 'version' and 'mig-configs'")
 
@@ -549,4 +565,20 @@ def test_broken_yaml_is_one_line_naming_line_and_column() -> None:
     assert str(caught.value) == (
         "not valid YAML: line 4, column 1: while parsing a flow node, expected the node content, "
         "but found '<stream end>'"
+    )
+
+
+def test_cli_gpu_checks_the_entries_after_one_with_mig_on_and_no_instances(tmp_path: Path) -> None:
+    # Entry [0] turns MIG on with no instances (nothing to place); entry [1] asks for eight 1g.12gb on an
+    # H20, which has 7 compute slices (one per 1g.12gb, MIG User Guide): the second entry is still checked.
+    path = tmp_path / "config.yaml"
+    path.write_text(
+        entry_text("devices: [0]\nmig-enabled: true\nmig-devices: {}\n", name="h20-split")
+        + "    - devices: [1]\n      mig-enabled: true\n      mig-devices:\n        1g.12gb: 8\n"
+    )
+    assert run([str(path)]) == (0, f"{path}: valid\n", "")  # well-formed for mig-parted
+    assert run([str(path)], "H20") == (
+        1,
+        f"{path}: invalid: mig-configs.h20-split[1].mig-devices: does not fit H20: 1g.12gb x8: at most 7 per GPU\n",
+        "",
     )

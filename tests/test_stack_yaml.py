@@ -4,11 +4,14 @@ schema) reads them, not as PyYAML's YAML 1.1 would. Expected values from the YAM
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from conftest import FIXTURE_STACKS
 
+from gpushare.stack.loading import load_stack_file
 from gpushare.stack.yaml import load_cli_yaml
 
 
@@ -58,6 +61,36 @@ from gpushare.stack.yaml import load_cli_yaml
 )
 def test_scalars_are_read_as_yaml_1_2(text: str, value: Any) -> None:
     assert load_cli_yaml(f"key: {text}\n") == {"key": value}
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        # strconv.ParseInt(s, 0, 64): a leading "0" means base 8, however short the number: 01..07 are the
+        # ints 1..7, 010 is 8, and 00 is 0. 08 is no octal number: ParseInt fails, yaml.v3 reads the float 8
+        # (as 019 above). Types asserted too: 7 == 7.0 in Python, but the stack model's ints are strict.
+        ("00", 0),
+        ("01", 1),
+        ("07", 7),
+        ("010", 8),
+        ("08", 8.0),
+    ],
+)
+def test_a_short_number_with_a_leading_zero_is_the_octal_int_go_reads(text: str, value: Any) -> None:
+    loaded = load_cli_yaml(f"key: {text}\n")["key"]
+    assert (type(loaded), loaded) == (type(value), value)
+
+
+def test_a_node_count_with_a_leading_zero_loads_as_the_int_pulumi_reads(tmp_path: Path) -> None:
+    # `desired: 01` is the int 1 for the Pulumi CLI (octal 01 = 1), so the stack loads with one node; read
+    # as the float 1.0 it would be refused as "must be an integer".
+    text = (FIXTURE_STACKS / "Pulumi.yaml-types.yaml").read_text()
+    edited = text.replace("nodes: {min: 0, max: 2000, desired: 1}", "nodes: {min: 0, max: 2000, desired: 01}")
+    assert edited != text
+    path = tmp_path / "Pulumi.yaml-types.yaml"
+    path.write_text(edited)
+    nodes = load_stack_file(path).pools[0].nodes
+    assert (type(nodes.desired), nodes.desired, nodes.min, nodes.max) == (int, 1, 0, 2000)
 
 
 def test_nan_is_a_float() -> None:

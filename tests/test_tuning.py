@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from gpushare import catalog
+from gpushare.cli.main import main
 from gpushare.errors import GpushareError
 from gpushare.tuning import largest_process_mib, max_replicas, total_memory_mib, tune
 
@@ -139,8 +140,6 @@ def test_a_row_one_cell_short_is_one_error_through_tune(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], csv_text: str, row: str
 ) -> None:
     """`tune --from-nvidia-smi` on a CSV whose row lacks the used_memory cell (a truncated paste)."""
-    from gpushare.cli.main import main
-
     path = tmp_path / "apps.csv"
     path.write_text(csv_text)
     with pytest.raises(GpushareError) as caught:
@@ -157,3 +156,23 @@ def test_the_used_memory_column_is_found_by_name_anywhere_in_the_header() -> Non
     assert largest_process_mib(text) == 4621
     # nounits: bare numbers; without a header the last cell is the value.
     assert largest_process_mib("21873, python3, 4621\n21904, python3, 1203\n") == 4621
+
+
+@pytest.mark.parametrize(
+    ("cell", "message"),
+    [
+        # `--format=csv,nounits` gives bare numbers. Up to 15 digits is a number (then judged: 15 nines of
+        # MiB do not fit a 46068 MiB L20); a 16th digit is no reading at all, named as such.
+        ("999999999999999", "measured 999999999999999 MiB does not fit L20 (46068 MiB)"),
+        ("9999999999999999", "{csv}: unreadable used_memory value '9999999999999999' in nvidia-smi output"),
+    ],
+)
+def test_tune_reads_a_bare_used_memory_cell_of_at_most_15_digits(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], cell: str, message: str
+) -> None:
+    from gpushare.cli.main import main
+
+    csv = tmp_path / "compute_apps.csv"
+    csv.write_text(f"pid, process_name, used_memory [MiB]\n3121, python, {cell}\n")
+    assert main(["tune", "--gpu", "L20", "--from-nvidia-smi", str(csv)]) == 1
+    assert capsys.readouterr().err == message.format(csv=csv) + "\n"

@@ -1,0 +1,63 @@
+"""gpushare/verify/reader.py: the reading bounds at their documented values, met through `verify` against
+the fake API server (tests/fake_apiserver.py), whose node list is answered page after page.
+
+test_verify_hostile.py shrinks the bounds to show that each one is enforced; here the real ones are kept,
+for what only they decide: how much of a big cluster is read before verify refuses it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import test_verify
+from test_verify_hostile import nodes_path, run_loaded
+
+from fake_cluster.apiserver import FakeApiServer, Reply
+
+server = test_verify.server
+kubeconfig = test_verify.kubeconfig
+
+
+def _node_pages(server: FakeApiServer, pages_with_continue: int) -> list[dict[str, list[str]]]:
+    """Nodes (none) answered page after page: the first `pages_with_continue` pages name a new `continue`
+    token each, the next one none. Returns the queries of the node lists asked for."""
+    queries: list[dict[str, list[str]]] = []
+
+    def answer(path: str, query: dict[str, list[str]]) -> Reply | None:
+        if not nodes_path(path):
+            return None
+        queries.append(query)
+        body = server.answer(path)
+        if len(queries) <= pages_with_continue:
+            body["metadata"]["continue"] = f"page-{len(queries)}"
+        return Reply(200, body)
+
+    server.load([])
+    server.override = answer
+    return queries
+
+
+def test_a_list_of_more_than_200_pages_of_500_is_refused_after_200_requests(
+    server: FakeApiServer, kubeconfig: Path
+) -> None:
+    # 200 pages of 500 = 100 000 objects, the bound reader.py documents; a server that always has another
+    # page is asked exactly 200 times, each time for `limit=500`, then refused naming the bound.
+    queries = _node_pages(server, pages_with_continue=10_000)
+    code, _, err, _ = run_loaded(kubeconfig)
+    assert (code, err) == (
+        2,
+        f"verify: cannot check: {server.url}: list nodes: more than 200 pages of 500; not read further\n",
+    )
+    assert len(queries) == 200
+    assert {query["limit"][0] for query in queries} == {"500"}
+
+
+def test_a_list_of_exactly_200_pages_is_read_to_its_end(server: FakeApiServer, kubeconfig: Path) -> None:
+    # 199 pages name a `continue`, the 200th none: the whole list is read (no node at all, so verify has
+    # nothing of the stack's pools to check: its own exit 2, not the page bound's).
+    queries = _node_pages(server, pages_with_continue=199)
+    code, _, err, _ = run_loaded(kubeconfig)
+    assert (code, err) == (
+        2,
+        f"verify: cannot check: no node of any pool of stack prod is in the cluster at {server.url}\n",
+    )
+    assert len(queries) == 200
