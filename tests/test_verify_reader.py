@@ -1,5 +1,5 @@
 """gpushare/verify/reader.py: the reading bounds at their documented values, met through `verify` against
-the fake API server (tests/fake_apiserver.py), whose node list is answered page after page.
+the fake API server (fake_cluster/apiserver.py), whose node list is answered page after page.
 
 test_verify_hostile.py shrinks the bounds to show that each one is enforced; here the real ones are kept,
 for what only they decide: how much of a big cluster is read before verify refuses it."""
