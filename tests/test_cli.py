@@ -77,6 +77,26 @@ def test_catalog_json_is_camel_case() -> None:
     }
 
 
+def test_catalog_json_is_indented_by_two_like_every_commands_json() -> None:
+    """The L20 entry as printed: the seed's 46068 MiB (nvidia-smi -q on PNV5b.8XLARGE96), no MIG."""
+    code, text = run(["catalog", "--json"])
+    assert code == 0
+    assert text.startswith(
+        "[\n"
+        "  {\n"
+        '    "model": "L20",\n'
+        '    "product": "NVIDIA L20",\n'
+        '    "architecture": "Ada Lovelace",\n'
+        '    "computeCapability": "8.9",\n'
+        '    "memoryMiB": 46068,\n'
+        '    "memorySource": "seed: nvidia-smi -q on PNV5b.8XLARGE96",\n'
+        '    "migCapable": false,\n'
+        '    "migProfiles": []\n'
+        "  },\n"
+    )
+    assert text.endswith("]\n")
+
+
 def test_catalog_table_lists_every_model() -> None:
     code, text = run(["catalog"])
     assert code == 0

@@ -592,3 +592,18 @@ def test_a_pool_deleted_before_its_replacement_says_so_in_the_render(tmp_path: P
     ) == (True, None)
     header = read(result, "tke/gpushare-t4.yaml").split("\n")[:4]
     assert "# delete_before_replace: true (a replacement deletes this pool and its nodes first)" in header
+
+
+def test_render_of_a_stack_whose_objects_are_all_the_charts_counts_its_values_file_apart(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """dev: manifests/ holds the device-plugin chart's 6 objects and the release's values file, so 7 - 6 - 1
+    = 0 objects of its own; the values file is counted on its own."""
+    out = tmp_path / "dev"
+    code = cli_main.main(["render", "--stack", "dev", "--out", str(out), "--dir", str(PROJECT_DIR)])
+    assert code == 0
+    first = capsys.readouterr().out.split("\n")[0]
+    assert first == (
+        f"Rendered stack dev into {out}: 8 resources, 11 files; no Kubernetes objects of its own (its Helm "
+        "releases' are below), 1 Helm values file"
+    )
