@@ -543,3 +543,17 @@ def test_finished_pods_hold_no_slot(server: FakeApiServer, kubeconfig: Path, pro
             "(`gpushare measure`, then `pulumi preview`)",
         )
     ]
+
+
+def test_every_node_left_when_the_time_for_gpu_memory_runs_out_is_named(
+    server: FakeApiServer, kubeconfig: Path, prod_base: list[Obj], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The time is up before the first node is read: each of the prod stack's two GPU nodes (the L20 and the
+    # T4) is named as not read, not only the first one.
+    monkeypatch.setattr(live, "TOTAL_SECONDS", 0)
+    objects = with_l20_pods(prod_base, 8) + exporter_objects("dcgm", seed_gpus(l20_used=8 * 4608))
+    _, report = run_verify(server, kubeconfig, objects)
+    assert [finding for finding in memory(report) if finding[1].startswith("node/")] == [
+        ("warning", f"node/{node}", "not read: the 0 s for GPU memory ran out")
+        for node in (L20_NODE, T4_NODE)
+    ]
