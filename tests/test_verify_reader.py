@@ -2,19 +2,24 @@
 the fake API server (fake_cluster/apiserver.py), whose node list is answered page after page.
 
 test_verify_hostile.py shrinks the bounds to show that each one is enforced; here the real ones are kept,
-for what only they decide: how much of a big cluster is read before verify refuses it."""
+for what only they decide: how much of a big cluster is read before verify refuses it; and that an object
+read by name is read once, however many pods point at it."""
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 import test_verify
+from test_verify import Obj, checks, find, freeze_rollout, verify
 from test_verify_hostile import nodes_path, run_loaded
 
 from fake_cluster.apiserver import FakeApiServer, Reply
 
 server = test_verify.server
 kubeconfig = test_verify.kubeconfig
+prod_render = test_verify.prod_render
+prod = test_verify.prod
 
 
 def _node_pages(server: FakeApiServer, pages_with_continue: int) -> list[dict[str, list[str]]]:
@@ -61,3 +66,21 @@ def test_a_list_of_exactly_200_pages_is_read_to_its_end(server: FakeApiServer, k
         f"verify: cannot check: no node of any pool of stack prod is in the cluster at {server.url}\n",
     )
     assert len(queries) == 200
+
+
+# Each object verify reads by name is read once per run, however many pods point at it (a memo of what
+# was fetched).
+def test_an_owner_of_two_pending_pods_is_read_once(
+    server: FakeApiServer, kubeconfig: Path, prod: list[Obj]
+) -> None:
+    # The seed's frozen rollout with a second Pending pod of the same new ReplicaSet: verify reads that
+    # ReplicaSet and its Deployment once each (one GET per object), not once per pod.
+    freeze_rollout(prod)
+    second = copy.deepcopy(find(prod, "Pod", "nlp-infer-5f6d8b-mz2kq"))
+    second["metadata"]["name"] = "nlp-infer-5f6d8b-q7wfn"
+    prod.append(second)
+    code, report = verify(server, kubeconfig, prod)
+    assert (code, checks(report)) == (1, ["gpu-pending-pods", "gpu-pending-pods", "rollout-stuck"])
+    paths = [path.split("?")[0] for method, path in server.requests if method == "GET"]
+    assert paths.count("/apis/apps/v1/namespaces/nlp/replicasets/nlp-infer-5f6d8b") == 1
+    assert paths.count("/apis/apps/v1/namespaces/nlp/deployments/nlp-infer") == 1
