@@ -84,3 +84,25 @@ def test_an_owner_of_two_pending_pods_is_read_once(
     paths = [path.split("?")[0] for method, path in server.requests if method == "GET"]
     assert paths.count("/apis/apps/v1/namespaces/nlp/replicasets/nlp-infer-5f6d8b") == 1
     assert paths.count("/apis/apps/v1/namespaces/nlp/deployments/nlp-infer") == 1
+
+
+def test_a_plugin_daemonset_selecting_by_expressions_only_still_has_its_pods_read(
+    server: FakeApiServer, kubeconfig: Path, prod: list[Obj]
+) -> None:
+    # The L20 plugin DaemonSet recreated by hand with a set-based selector (no matchLabels): its
+    # crash-looping pod is still found, read by its owner (before, verify read no pods for it at all).
+    daemonset = next(o for o in prod if o["kind"] == "DaemonSet" and o["metadata"]["name"].endswith("-l20"))
+    labels = daemonset["spec"]["selector"].pop("matchLabels")
+    daemonset["spec"]["selector"]["matchExpressions"] = [
+        {"key": key, "operator": "In", "values": [value]} for key, value in sorted(labels.items())
+    ]
+    pod = find(prod, "Pod", "nvidia-device-plugin-daemonset-l20-x7k2p")
+    pod["status"]["containerStatuses"][0].update(
+        ready=False,
+        restartCount=7,
+        state={
+            "waiting": {"reason": "CrashLoopBackOff", "message": "back-off 5m0s restarting failed container"}
+        },
+    )
+    code, report = verify(server, kubeconfig, prod)
+    assert (code, checks(report)) == (1, ["plugin-crashloop"])

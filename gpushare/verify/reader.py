@@ -460,9 +460,11 @@ def _read_snapshot(
     daemonset_pods: dict[ObjectRef, tuple[K8sObject, ...]] = {}
     for ref in expected.daemonsets:
         daemonset = fetch(ref, _PLUGIN_CHECKS)
-        selector = _selector(daemonset) if daemonset else ""
-        if daemonset is None or not selector:
+        if daemonset is None:
             continue
+        # A selector without matchLabels (set-based only: a DaemonSet recreated by hand) narrows nothing
+        # here: the namespace's pods are listed and kept by owner, as with any selector.
+        selector = _selector(daemonset) or None
         uid = str((daemonset.get("metadata") or {}).get("uid"))
         pods = reader.list_all(
             "pods",
