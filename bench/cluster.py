@@ -37,6 +37,7 @@ from fake_cluster.objects import (
     tke_daemonset,
     with_uid,
 )
+from gpushare import catalog
 from gpushare.offline.manifests import extract_manifests
 from gpushare.offline.render import NODE_POOL_TYPE, run_stack
 
@@ -48,9 +49,10 @@ L20_DAEMONSET: Final = "nvidia-device-plugin-daemonset-l20"
 L20_SLOTS: Final = "8"
 T4_SLOTS: Final = "3"
 CPU_NODES_PER_GPU_NODE: Final = 3
-# The GPUs as the catalog sizes them and what each uses (fake_cluster.gpu_pages.seed_gpus's figures).
-L20_GPU: Final = ("NVIDIA L20", 46068, 4608.0)
-T4_GPU: Final = ("Tesla T4", 15360, 4401.0)
+# Each GPU as the catalog names and sizes it, and what its one pod uses (the seed's measurements, within
+# the tuned budget: fake_cluster.gpu_pages.seed_gpus's figures).
+L20_GPU: Final = (catalog.gpu("L20").product, catalog.gpu("L20").memory_mib, 4608.0)
+T4_GPU: Final = (catalog.gpu("T4").product, catalog.gpu("T4").memory_mib, 4401.0)
 KUBE_PROXY_IMAGE: Final = "ccr.ccs.tencentyun.com/library/kube-proxy:v1.30.0"
 
 
