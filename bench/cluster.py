@@ -40,14 +40,13 @@ from fake_cluster.objects import (
 from gpushare import catalog
 from gpushare.offline.manifests import extract_manifests
 from gpushare.offline.render import NODE_POOL_TYPE, run_stack
+from gpushare.plan import build_plan
+from gpushare.stack.loading import load_stack_file
 
 STACK: Final = "prod"
 L20_POOL: Final = "gpushare-l20"
 T4_POOL: Final = "gpushare-t4"
 L20_DAEMONSET: Final = "nvidia-device-plugin-daemonset-l20"
-# The seed's tuned slots: L20 4621 of 46068 MiB -> 8, T4 4401 of 15360 MiB -> 3.
-L20_SLOTS: Final = "8"
-T4_SLOTS: Final = "3"
 CPU_NODES_PER_GPU_NODE: Final = 3
 # Each GPU as the catalog names and sizes it, and what its one pod uses (the seed's measurements, within
 # the tuned budget: fake_cluster.gpu_pages.seed_gpus's figures).
@@ -107,6 +106,8 @@ class StackRender:
 
     manifests: tuple[Obj, ...]
     pool_labels: dict[str, dict[str, str]]
+    # Each stack pool's nvidia.com/gpu per node, as the plan tunes it (the seed's: l20 8, t4 3).
+    node_slots: dict[str, int]
 
 
 def render(project_dir: Path, stack: str = STACK) -> StackRender:
@@ -117,7 +118,10 @@ def render(project_dir: Path, stack: str = STACK) -> StackRender:
         for r in run.resources
         if r.type == NODE_POOL_TYPE and not r.external
     }
-    return StackRender(tuple(copy.deepcopy(m.document) for m in extract_manifests(run.resources)), labels)
+    plan = build_plan(load_stack_file(project_dir / f"Pulumi.{stack}.yaml", stack))
+    slots = {p.name: p.slots_per_gpu * p.pool.gpus_per_node_effective for p in plan.pools}
+    manifests = tuple(copy.deepcopy(m.document) for m in extract_manifests(run.resources))
+    return StackRender(manifests, labels, slots)
 
 
 def node_name(block: int, index: int) -> str:
@@ -171,8 +175,9 @@ def synthetic_cluster(rendered: StackRender, shape: ClusterShape) -> list[Obj]:
     t4_nodes = [node_name(2, i) for i in range(shape.t4_nodes)]
     cpu_nodes = [node_name(3, i) for i in range(shape.cpu_nodes)]
     labels = rendered.pool_labels
-    objects += [node(n, labels[L20_POOL], {"nvidia.com/gpu": L20_SLOTS}) for n in l20_nodes]
-    objects += [node(n, labels[T4_POOL], {"nvidia.com/gpu": T4_SLOTS}) for n in t4_nodes]
+    l20_slots, t4_slots = (str(rendered.node_slots[pool]) for pool in ("l20", "t4"))
+    objects += [node(n, labels[L20_POOL], {"nvidia.com/gpu": l20_slots}) for n in l20_nodes]
+    objects += [node(n, labels[T4_POOL], {"nvidia.com/gpu": t4_slots}) for n in t4_nodes]
     objects += [node(n, {}, {}) for n in cpu_nodes]
     objects += [plugin_pod(l20_plugin, n, f"{i:05d}") for i, n in enumerate(l20_nodes)]
     objects += [plugin_pod(tke, n, f"{i:05d}") for i, n in enumerate(t4_nodes)]
