@@ -136,6 +136,23 @@ def tune(
 _MIB = re.compile(r"^\s*([0-9]{1,15})\s*MiB\s*$", re.IGNORECASE)
 
 
+# nvidia-smi takes `used_memory` (or `used_gpu_memory`) as the query name and heads the column
+# `used_gpu_memory [MiB]` (`[MiB]` dropped with `nounits`).
+_MEMORY_COLUMN_NAMES = frozenset({"used_memory", "used_gpu_memory"})
+
+
+def _memory_column(header: list[str]) -> int:
+    """The index of the header's used-memory column; a header without one is refused rather than read
+    from its last column, which may be a pid or a process name."""
+    for index, cell in enumerate(header):
+        if cell.strip().lower().removesuffix("[mib]").strip() in _MEMORY_COLUMN_NAMES:
+            return index
+    raise GpushareError(
+        f"no used_memory column in the nvidia-smi header {','.join(header)[:80]!r}: "
+        "run nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv"
+    )
+
+
 def largest_process_mib(compute_apps_csv: str) -> int:
     """The largest `used_memory` in `nvidia-smi --query-compute-apps=pid,process_name,used_memory
     --format=csv` output (with or without the header, with or without `nounits`)."""
@@ -146,9 +163,9 @@ def largest_process_mib(compute_apps_csv: str) -> int:
     except csv.Error as err:
         raise GpushareError(f"not nvidia-smi CSV output: {err}") from None
     if rows and not rows[0][-1].strip()[:1].isdigit():
-        header = [c.strip().lower() for c in rows[0]]
+        header = rows[0]
         rows = rows[1:]
-        column = next((i for i, name in enumerate(header) if name.startswith("used_memory")), len(header) - 1)
+        column = _memory_column(header)
     else:
         column = -1
     values = []

@@ -11,7 +11,7 @@ import pytest
 
 from gpushare.tuning import largest_process_mib
 
-HEADER = "pid, process_name, used_memory [MiB]\n"
+HEADER = "pid, process_name, used_gpu_memory [MiB]\n"
 
 
 @pytest.mark.parametrize(
