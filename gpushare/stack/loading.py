@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any
@@ -51,6 +51,7 @@ def from_config_values(
     for key in sorted(SECRET_KEYS & set(values)):
         if key not in secrets:
             problems.append(f"{source}: {key}: must be a secret (pulumi config set --secret {key} ...)")
+    problems.extend(_unpassable_problems(values, source))
     problems.extend(_credential_problems(values, secrets, source))
     problems.extend(_placeholder_problems(values, source))
     unknown = sorted(
@@ -89,6 +90,18 @@ def from_config_values(
         )
     except ValidationError as err:
         raise ConfigError("\n".join(_describe(err, source))) from None
+
+
+def _unpassable_problems(values: Mapping[str, Any], source: str) -> Iterator[str]:
+    """Values no stack file or `pulumi config` can hold (bytes, sets, ... from a caller of this
+    function), each named as an input rather than left to fail as a TypeError further down."""
+    for key in sorted(values):
+        try:
+            json.dumps(values[key], default=_json_scalar)
+        except (TypeError, ValueError) as err:
+            yield (
+                f"{source}: {key}: {err} (a config value is a string, number, boolean, null, list or mapping)"
+            )
 
 
 def _json_scalar(value: object) -> str:
