@@ -164,6 +164,14 @@ def parse_fleet(text: str, source: str) -> Fleet:
         raise ConfigError(f"not valid YAML: nested more than {MAX_FLEET_DEPTH} levels deep", source=source)
     if not isinstance(document, dict):
         raise ConfigError("expected a mapping with `services` and `candidates`", source=source)
+    odd_key = _first_non_string_key(document, "")
+    if odd_key is not None:
+        where, key = odd_key
+        raise ConfigError(
+            f"the key {_yaml_text(key)} is read as {_yaml_kind(key)}, not a string: quote it",
+            source=source,
+            key=where or None,
+        )
     candidates = document.get("candidates")
     if isinstance(candidates, list):
         document = {**document, "candidates": [_candidate(v, source, i) for i, v in enumerate(candidates)]}
@@ -186,6 +194,48 @@ def parse_fleet(text: str, source: str) -> Fleet:
         raise ConfigError(
             "\n".join(": ".join(part for part in (source, *problem) if part) for problem in problems)
         ) from None
+
+
+def _first_non_string_key(value: object, where: str) -> tuple[str, object] | None:
+    """(the path of the mapping, the key) of the first key YAML read as something other than a string
+    (`2025-06-01:` is a date, `1:` an int, `null:` None): JSON would turn it into a string, or refuse it."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return where, key
+            found = _first_non_string_key(item, f"{where}.{key}" if where else key)
+            if found is not None:
+                return found
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found = _first_non_string_key(item, f"{where}[{index}]")
+            if found is not None:
+                return found
+    return None
+
+
+def _yaml_kind(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, datetime):
+        return "a date and time"
+    if isinstance(value, date):
+        return "a date"
+    if isinstance(value, int | float):
+        return "a number"
+    return f"a {type(value).__name__}"
+
+
+def _yaml_text(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, date | datetime):
+        return value.isoformat()
+    return str(value)
 
 
 def _problem(detail: Mapping[str, Any]) -> tuple[str, str]:
