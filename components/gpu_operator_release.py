@@ -45,6 +45,9 @@ class GpuOperatorRelease(pulumi.ComponentResource):
         self.device_plugin_config_name = plugin_config.name
         self.mig_parted_config_name = mig_config.name if mig_config else None
 
+        # Pulumi does not pass a component's depends_on to its children: the release itself must wait (for
+        # the patch that parks or adopts TKE's plugin, which serves the same kubelet socket).
+        handover = list(cast(Sequence[pulumi.Resource], opts.depends_on or [])) if opts else []
         # The namespace is ours (the release would create it too late for the ConfigMaps it reads).
         ns = k8s.core.v1.Namespace(
             f"{name}-namespace",
@@ -87,7 +90,7 @@ class GpuOperatorRelease(pulumi.ComponentResource):
             ),
             # The ClusterPolicy names the ConfigMaps: they exist before the release points at them, and a
             # replaced one is deleted only after the release has moved to its successor.
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[ns, *config_maps]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[*handover, ns, *config_maps]),
         )
         # Given explicitly, so the provider keeps it (it names only releases without one).
         self.release_name = cast(pulumi.Output[str], release.name)
