@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from gpushare.errors import GpushareError
-from gpushare.suggest import did_you_mean
+from gpushare.suggest import unknown_name
 
 
 @dataclass(frozen=True)
@@ -79,9 +79,7 @@ class GpuModel:
         if not self.mig_capable:
             raise GpushareError(f"{self.key} does not support MIG")
         names = [p.name for p in self.mig_profiles]
-        raise GpushareError(
-            f"{self.key} has no MIG profile {name!r}{did_you_mean(name, names)} (known: {', '.join(names)})"
-        )
+        raise GpushareError(f"{self.key} has no MIG profile {name!r}{unknown_name(name, names)}")
 
     def mig_profile_by_resource(self, resource_suffix: str) -> MigProfile | None:
         for profile in self.mig_profiles:
@@ -361,9 +359,7 @@ def gpu(key: str) -> GpuModel:
     try:
         return GPUS[key]
     except KeyError:
-        raise GpushareError(
-            f"unknown GPU model {key!r}{did_you_mean(key, GPUS)} (known: {', '.join(GPUS)})"
-        ) from None
+        raise GpushareError(f"unknown GPU model {key!r}{unknown_name(key, GPUS)}") from None
 
 
 def instance_type(name: str) -> InstanceType | None:

@@ -17,14 +17,30 @@ def close_matches(value: str, choices: Iterable[str], *, limit: int = 3) -> list
     if same_but_case:
         return same_but_case[:limit]
     by_lower = {choice.lower(): choice for choice in known}
-    # A high cutoff: `L40` is another GPU, not a slip for `L20`; `daemonset`, `replica` are slips.
-    found = difflib.get_close_matches(value.lower(), list(by_lower), n=limit, cutoff=0.75)
-    if not found and len(value) >= 2:  # a prefix: `a100` for `A100-40GB`
-        found = [lower for lower in by_lower if lower.startswith(value.lower())][:limit]
+    # A prefix first: `a100` is `A100-40GB` or `A100-80GB`, which difflib ranks below `A10` (another GPU).
+    found = [lower for lower in by_lower if len(value) >= 2 and lower.startswith(value.lower())][:limit]
+    if not found:
+        # A high cutoff: `L40` is another GPU, not a slip for `L20`; `daemonset`, `replica` are slips.
+        found = difflib.get_close_matches(value.lower(), list(by_lower), n=limit, cutoff=0.75)
     return [by_lower[match] for match in found]
 
 
 def did_you_mean(value: str, choices: Iterable[str]) -> str:
-    """`; did you mean 'H20'?` (the closest choice), to append to an error message; "" when nothing is close."""
-    matches = close_matches(value, choices, limit=1)
-    return f"; did you mean {matches[0]!r}?" if matches else ""
+    """`; did you mean 'H20'?` (or `'A' or 'B'` when several are equally close: prefixes of the same
+    length), to append to an error message; "" when nothing is close."""
+    matches = close_matches(value, choices)
+    if not matches:
+        return ""
+    prefixed = [m for m in matches if m.lower().startswith(value.lower())]
+    shown = prefixed if len(prefixed) > 1 else matches[:1]
+    return f"; did you mean {' or '.join(repr(m) for m in shown)}?"
+
+
+def unknown_name(value: str, choices: Iterable[str]) -> str:
+    """What follows `unknown <thing> 'X'` in a message: the close choices with the list, or, when nothing
+    is close, that it is not in the list at all."""
+    known = list(dict.fromkeys(choices))
+    suggestion = did_you_mean(value, known)
+    if suggestion:
+        return f"{suggestion} (known: {', '.join(known)})"
+    return f": not in the catalog; known: {', '.join(known)}"

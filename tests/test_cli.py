@@ -136,7 +136,10 @@ def test_tune_reports_sharing_off() -> None:
 def test_tune_flag_errors_exit_2_naming_the_flag(capsys: pytest.CaptureFixture[str]) -> None:
     for argv, line in [
         (["--gpu", "T4", "--measured-mib", "0"], "argument --measured-mib: must be > 0 MiB, got 0"),
-        (["--gpu", "X1", "--measured-mib", "10"], "argument --gpu: unknown GPU model 'X1' (known: "),
+        (
+            ["--gpu", "X1", "--measured-mib", "10"],
+            "argument --gpu: unknown GPU model 'X1': not in the catalog; known: ",
+        ),
         (
             ["--gpu", "T4", "--measured-mib", "10", "--ceiling", "1.5"],
             "argument --ceiling: must be in (0, 1], got 1.5",

@@ -168,9 +168,37 @@ def test_close_matches(value: str, choices: list[str], expected: list[str]) -> N
     assert close_matches(value, choices) == expected
 
 
-def test_did_you_mean_names_the_closest_only() -> None:
+def test_did_you_mean_names_the_close_ones_only() -> None:
     assert did_you_mean("h20", ["L20", "H20"]) == "; did you mean 'H20'?"
     assert did_you_mean("zzz", ["L20", "H20"]) == ""
+    # A model number with a size after it is the same GPU; one digit less (A10) is another GPU.
+    assert (
+        did_you_mean("A100", ["A10", "A100-40GB", "A100-80GB"])
+        == "; did you mean 'A100-40GB' or 'A100-80GB'?"
+    )
+
+
+def test_a_gpu_not_in_the_catalog_suggests_its_sizes_not_a_shorter_model(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, err = run(["tune", "--gpu", "A100", "--measured-mib", "4621"], capsys)
+    assert (code, out) == (2, "")
+    assert err.splitlines()[-1] == (
+        "python -m gpushare tune: error: argument --gpu: unknown GPU model 'A100'; did you mean 'A100-40GB' or "
+        "'A100-80GB'? (known: L20, T4, H20, A10, A30, A100-40GB, A100-80GB, H100-80GB, H100-94GB, H200, L4, "
+        "L40S, V100)"
+    )
+
+
+def test_a_gpu_with_nothing_close_is_said_not_to_be_in_the_catalog(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, err = run(["tune", "--gpu", "B300", "--measured-mib", "4621"], capsys)
+    assert (code, out) == (2, "")
+    assert err.splitlines()[-1] == (
+        "python -m gpushare tune: error: argument --gpu: unknown GPU model 'B300': not in the catalog; known: "
+        "L20, T4, H20, A10, A30, A100-40GB, A100-80GB, H100-80GB, H100-94GB, H200, L4, L40S, V100"
+    )
 
 
 @pytest.mark.parametrize(
@@ -274,7 +302,7 @@ def test_conflicting_measurement_flags_are_refused_by_name(
     [
         (
             ["tune", "--gpu", "H20", "--measured-mib", "100", "--mig-profile", "1g.12g"],
-            "--mig-profile: H20 has no MIG profile '1g.12g'; did you mean '1g.12gb'? (known: 1g.12gb, "
+            "--mig-profile: H20 has no MIG profile '1g.12g'; did you mean '1g.12gb' or '1g.12gb+me'? (known: 1g.12gb, "
             "1g.12gb+me, 1g.24gb, 2g.24gb, 3g.48gb, 4g.48gb, 7g.96gb)",
         ),
         (

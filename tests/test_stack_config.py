@@ -132,7 +132,7 @@ def test_unknown_gpu_model(stack_document: Any, write_stack: Any) -> None:
     doc["config"]["gpushare:pools"][0]["gpu"] = "L30"
     message = _error(write_stack, doc)
     assert message.startswith(
-        "Pulumi.bad.yaml: gpushare:pools[0].gpu: unknown GPU model 'L30' (known: L20, T4"
+        "Pulumi.bad.yaml: gpushare:pools[0].gpu: unknown GPU model 'L30': not in the catalog; known: L20, T4"
     )
 
 

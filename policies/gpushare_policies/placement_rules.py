@@ -291,6 +291,16 @@ def _opted_out(view: StackView) -> bool:
     return view.stack.config is not None and view.stack.config.plugin.managed_plugin.action == "optOut"
 
 
+def _managed_by_gpushare(view: StackView, pool: NodePoolView) -> bool:
+    """gpushare's label rules judge only its own pools: every pool of a program with `gpushare:` config,
+    and elsewhere (another team's program, the hosted component in it) a pool carrying a gpushare.io/
+    label (components/gpu_node_pool.py sets them). A plain TKE GPU pool of another team's is not one."""
+    if view.stack.config is not None:
+        return True
+    labels = pool.labels or {}
+    return kube_names.LABEL_POOL in labels or kube_names.LABEL_GPU_MODEL in labels
+
+
 def _check_pool_labels(args: StackValidationArgs, report_violation: ReportViolation) -> None:
     view = view_of(args)
     needs_present = _needs_gpu_present_label(view)
@@ -302,7 +312,7 @@ def _check_pool_labels(args: StackValidationArgs, report_violation: ReportViolat
     if needs_present:
         required[kube_names.LABEL_GPU_PRESENT] = "true"
     for pool in view.node_pools:
-        if not pool.is_gpu_pool or pool.labels is None:
+        if not pool.is_gpu_pool or pool.labels is None or not _managed_by_gpushare(view, pool):
             continue
         switch = pool.labels.get(kube_names.LABEL_DEVICE_ENABLE)
         turned_on = opted_out and switch is not None and switch != kube_names.DEVICE_DISABLE_VALUE
@@ -373,8 +383,9 @@ HELM_PLUGIN_SCHEDULABLE: Final = StackValidationPolicy(
 )
 GPU_POOL_LABELS: Final = StackValidationPolicy(
     name="gpu-pool-labels",
-    description="Every GPU node pool carries the labels its device plugin selects on, and under managedPlugin "
-    "optOut nvidia-device-enable=disable.",
+    description="Every GPU node pool gpushare manages (all of a gpushare stack's; elsewhere those with a "
+    "gpushare.io/ label) carries the labels its device plugin selects on, and under managedPlugin optOut "
+    "nvidia-device-enable=disable.",
     validate=_check_pool_labels,
     remediation_steps="Add the labels the message names to the node pool's labels (the device plugin's node selector), "
     "and nvidia-device-enable=disable under managedPlugin optOut.",

@@ -317,14 +317,33 @@ def _normalise(path: str | None) -> str | None:
     return posixpath.normpath(path) if path else None
 
 
+# Shells a container may start the plugin through (`sh -c "exec nvidia-device-plugin ..."`).
+_SHELLS: Final = frozenset({"sh", "bash", "ash", "dash"})
+
+
+def _runs_plugin_binary(command: list[str]) -> bool | None:
+    """Whether a container's command runs the plugin binary; None when it sets none (the image's
+    entrypoint runs). The plugin's image also runs GFD, the MPS control daemon and the config-manager
+    (NVIDIA's chart: `command: ["gpu-feature-discovery"]`, `[mps-control-daemon]`, `["config-manager"]`),
+    so only the command tells them apart."""
+    if not command:
+        return None
+    binary = plugin_pod.COMMAND[0]
+    if posixpath.basename(command[0]) in _SHELLS:
+        script = " ".join(command[1:]).replace(";", " ").replace("&&", " ")
+        return any(posixpath.basename(word) == binary for word in script.split())
+    return posixpath.basename(command[0]) == binary
+
+
 def _is_plugin_container(container: Mapping[str, Any]) -> bool:
     image = text(container.get("image")) or ""
-    command = [c for c in items(container.get("command")) if isinstance(c, str)]
-    return (
-        bool(_DEVICE_PLUGIN_IMAGE.search(image))
-        or (bool(command) and posixpath.basename(command[0]) == plugin_pod.COMMAND[0])
-        or container.get("name") == kube_names.PLUGIN_CONTAINER
-    )
+    raw_command = container.get("command")
+    if raw_command is not UNKNOWN:
+        runs = _runs_plugin_binary([c for c in items(raw_command) if isinstance(c, str)])
+        if runs is not None:
+            return runs
+    # No (known) command: the image's entrypoint, which is the plugin's in its own image.
+    return bool(_DEVICE_PLUGIN_IMAGE.search(image)) or container.get("name") == kube_names.PLUGIN_CONTAINER
 
 
 def _argv(container: Mapping[str, Any]) -> tuple[str, ...] | None:
