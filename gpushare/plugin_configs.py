@@ -36,7 +36,9 @@ class PluginConfigEntry:
 
 def _pool_entry(plan: PoolPlan) -> PluginConfigEntry:
     if plan.shared and plan.mps:
-        config = device_plugin.mps_config([(s.resource, s.tuning.replicas) for s in plan.shared], mps.MPS_ROOT)
+        config = device_plugin.mps_config(
+            [(s.resource, s.tuning.replicas) for s in plan.shared], mps.MPS_ROOT
+        )
     elif plan.shared:
         config = device_plugin.time_slicing_config(
             [(s.resource, s.tuning.replicas) for s in plan.shared], plan.mig_strategy

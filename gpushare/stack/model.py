@@ -172,6 +172,7 @@ class Mig(_Model):
                 "time-slice the instances (timeSlicing) or use mode mps on a pool without MIG",
             )
         return data
+
     mig_layout: dict[str, int] = Field(alias="migLayout", min_length=1)
     layout_name: str | None = Field(default=None, alias="layoutName")
     time_slicing: Measurement | None = Field(default=None, alias="timeSlicing")
