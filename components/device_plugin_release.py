@@ -9,7 +9,7 @@ from typing import Any, cast
 import pulumi
 import pulumi_kubernetes as k8s
 
-from gpushare import kube_names, plugin_pod, plugin_tolerations
+from gpushare import kube_names, mps, plugin_pod, plugin_tolerations
 from gpushare.plan import FALLBACK_KEY
 from gpushare.plugin_configs import PluginConfigEntry
 from gpushare.stack.plugin_settings import DevicePlugin
@@ -53,6 +53,11 @@ def release_values(args: DevicePluginReleaseArgs) -> dict[str, Any]:
             "allowPrivilegeEscalation": plugin_pod.ALLOW_PRIVILEGE_ESCALATION,
             "capabilities": {"drop": list(plugin_pod.DROPPED_CAPABILITIES)},
         }
+    # MPS pools: the chart's MPS control daemon (rendered whatever the values, scheduled only on nodes
+    # labelled nvidia.com/mps.capable=true) and the plugin share this host directory; said explicitly so
+    # it is the one the configs' mpsRoot names. Left out without MPS, so those releases read as before.
+    if any(e.provenance.get("mode") == mps.MODE for e in args.entries):
+        values["mps"] = {"root": mps.MPS_ROOT}
     if plugin.image:
         repository, _, tag = plugin.image.rpartition(":")
         values["image"] = {"repository": repository, "tag": tag}

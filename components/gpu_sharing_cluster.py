@@ -15,10 +15,10 @@ from components.gpu_operator_release import GpuOperatorRelease, GpuOperatorRelea
 from components.managed_device_plugin import ManagedDevicePlugin, ManagedDevicePluginArgs
 from components.mig_partition import MigPartition, MigPartitionArgs
 from components.time_slicing_config import TimeSlicingConfig, TimeSlicingConfigArgs
-from gpushare import gpu_operator, kube_names
+from gpushare import gpu_operator, kube_names, mps
 from gpushare.plan import FALLBACK_KEY, SharingPlan, build_plan, capacity_json
 from gpushare.plugin_configs import plugin_config_entries
-from gpushare.stack.model import Mig, StackConfig
+from gpushare.stack.model import Mig, Mps, StackConfig
 
 TYPE_TOKEN = "gpushare:index:GpuSharingCluster"
 
@@ -96,6 +96,10 @@ class GpuSharingCluster(pulumi.ComponentResource):
                 script = partition.pre_start_script
             if plugin.mode == "helm" and not plugin.node_feature_discovery:
                 extra[kube_names.LABEL_GPU_PRESENT] = "true"
+            if isinstance(pool.sharing, Mps):
+                # The MPS control daemon's DaemonSet selects this label (the stack model allows MPS pools
+                # only in helm and gpu-operator modes).
+                extra[kube_names.LABEL_MPS_CAPABLE] = mps.MPS_CAPABLE_VALUE
             node_pool = GpuNodePool(
                 f"{name}-{pool.name}",
                 GpuNodePoolArgs(

@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from gpushare import kube_names
+from gpushare import kube_names, mps
 from gpushare.mig import setup as mig_setup
 from gpushare.plan import FALLBACK_KEY, SharingPlan
 from gpushare.plugin_configs import PluginConfigEntry
@@ -119,6 +119,10 @@ def release_values(
             "serviceMonitor": {"enabled": operator.prometheus_operator},
         },
     }
+    if any(p.mps for p in plan.pools):
+        # The operator runs its MPS control daemon on nodes labelled nvidia.com/mps.capable=true (GFD sets
+        # it from the config; gpushare labels the pool too); the root is the one the configs' mpsRoot names.
+        values["devicePlugin"]["mps"] = {"root": mps.MPS_ROOT}
     mig_manager: dict[str, Any] = {"enabled": mig_parted_config is not None}
     if mig_parted_config is not None:
         mig_manager["config"] = {

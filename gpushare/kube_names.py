@@ -19,6 +19,9 @@ LABEL_MIG_CONFIG_STATE = "nvidia.com/mig.config.state"
 # Per-node opt-outs the GPU Operator honours: `nvidia.com/gpu.deploy.<operand>=false`.
 LABEL_OPERATOR_DEPLOY_PREFIX = "nvidia.com/gpu.deploy."
 LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
+# The MPS control daemon's DaemonSet (chart and GPU Operator) runs only on nodes labelled so; gpushare
+# labels MPS pools' nodes itself (GFD, where it runs, writes the same value from the config).
+LABEL_MPS_CAPABLE = "nvidia.com/mps.capable"
 
 ANNOTATION_CONFIG_SHA256 = "gpushare.io/config-sha256"
 ANNOTATION_TUNING_PREFIX = "gpushare.io/tuning-"
@@ -50,6 +53,7 @@ NODE_LABELS_SET_BY_GPUSHARE = frozenset(
         LABEL_POOL,
         LABEL_GPU_PRESENT,
         LABEL_MIG_CONFIG,
+        LABEL_MPS_CAPABLE,
     }
 )
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpushare import catalog
+from gpushare import catalog, mps
 from gpushare.catalog import GpuModel
-from gpushare.stack.model import Fallback, Mig, Pool, StackConfig, TimeSlicing, pool_mig_strategy
+from gpushare.stack.model import Fallback, Mig, Mps, Pool, StackConfig, TimeSlicing, pool_mig_strategy
 from gpushare.tuning import Tuning, tune
 
 FALLBACK_KEY = "any"
@@ -70,6 +70,18 @@ class PoolPlan:
             MigProfilePlan(profile, count, replicas.get(self.gpu.mig_profile(profile).resource_name, 1))
             for profile, count in sorted(sharing.mig_layout.items(), key=lambda item: (-item[1], item[0]))
         )
+
+    @property
+    def mps(self) -> bool:
+        """The pool's GPUs are shared with MPS (the plugin's `sharing.mps`), not time-sliced."""
+        return isinstance(self.pool.sharing, Mps)
+
+    @property
+    def client_memory_limit_mib(self) -> int | None:
+        """MPS only: the pinned-memory limit of one client, the card's memory / replicas."""
+        if not self.mps or not self.shared:
+            return None
+        return mps.client_memory_limit_mib(self.gpu.memory_mib, self.shared[0].tuning.replicas)
 
     @property
     def slots_per_gpu(self) -> int:
@@ -172,7 +184,7 @@ def plan_pool(pool: Pool, ceiling: float) -> PoolPlan:
     gpu = catalog.gpu(pool.gpu)
     sharing = pool.sharing
     shared: list[SharedResource] = []
-    if isinstance(sharing, TimeSlicing):
+    if isinstance(sharing, TimeSlicing | Mps):
         tuning = tune(gpu, sharing.measured_mib, ceiling)
         if tuning.shared:
             shared.append(SharedResource(GPU_RESOURCE, tuning))
@@ -228,6 +240,12 @@ def capacity_json(plan: SharingPlan) -> dict[str, object]:
                 if p.headroom_mib_per_slot is None
                 else round(p.headroom_mib_per_slot, 1),
                 "slotsBefore": p.gpus,
+                # Only on MPS pools, so the capacity of every other stack reads as before.
+                **(
+                    {"mpsClientMemoryLimitMiB": p.client_memory_limit_mib}
+                    if p.client_memory_limit_mib is not None
+                    else {}
+                ),
             }
             for p in plan.pools
         ],
@@ -267,6 +285,9 @@ def capacity_table(capacity: dict[str, object]) -> str:
         util = "-" if p["utilization"] is None else f"{p['utilization'] * 100:.1f} %"
         headroom = "-" if p["headroomMiBPerSlot"] is None else f"~{int(p['headroomMiBPerSlot'])} MiB"
         replicas = str(p["replicas"])
+        if p.get("mpsClientMemoryLimitMiB") is not None:
+            # MPS: the per-client pinned-memory limit the control daemon enforces.
+            replicas += f" (MPS, {p['mpsClientMemoryLimitMiB']} MiB/client)"
         if p["migProfiles"]:
             # Per profile, so the row adds up: 6 x 1g.12gb at 2 + 1 x 1g.24gb at 4 = 16 slots a GPU.
             per_gpu = sum(m["slotsPerGpu"] for m in p["migProfiles"])

@@ -10,7 +10,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 
-from gpushare import device_plugin
+from gpushare import device_plugin, mps
 from gpushare.plan import FALLBACK_KEY, GPU_RESOURCE, PoolPlan, SharingPlan
 
 
@@ -35,7 +35,11 @@ class PluginConfigEntry:
 
 
 def _pool_entry(plan: PoolPlan) -> PluginConfigEntry:
-    if plan.shared:
+    if plan.shared and plan.mps:
+        config = device_plugin.mps_config(
+            [(s.resource, s.tuning.replicas) for s in plan.shared], mps.MPS_ROOT
+        )
+    elif plan.shared:
         config = device_plugin.time_slicing_config(
             [(s.resource, s.tuning.replicas) for s in plan.shared], plan.mig_strategy
         )
@@ -60,6 +64,8 @@ def _pool_entry(plan: PoolPlan) -> PluginConfigEntry:
             for s in plan.shared
         ],
     }
+    if plan.client_memory_limit_mib is not None:
+        provenance["mpsClientMemoryLimitMiB"] = plan.client_memory_limit_mib
     if measurement is not None:
         provenance["measuredMiB"] = measurement.measured_mib
         provenance["measuredAt"] = measurement.measured_at

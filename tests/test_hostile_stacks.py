@@ -346,7 +346,7 @@ CASES = [
     # --- sharing
     Bad(
         "sharing-mode-unknown",
-        f"{F}: gpushare:pools[0].sharing.mode: must be one of 'time-slicing', 'mig', 'exclusive', got "
+        f"{F}: gpushare:pools[0].sharing.mode: must be one of 'time-slicing', 'mps', 'mig', 'exclusive', got "
         "'timeslicing'; did you mean 'time-slicing'?",
         _set(f"{P0}|sharing|mode", "timeslicing"),
     ),
@@ -789,7 +789,7 @@ def test_invalid_pools_bring_no_false_too_short(tmp_path: Path, capsys: pytest.C
     assert main(["plan", "--stack", "bad", "--dir", str(tmp_path)], io.StringIO()) == 1
     assert capsys.readouterr().err.splitlines() == [
         f"{F}: gpushare:pools[0].nodes.min: must be >= 0",
-        f"{F}: gpushare:pools[1].sharing.mode: must be one of 'time-slicing', 'mig', 'exclusive', got 'bogus'",
+        f"{F}: gpushare:pools[1].sharing.mode: must be one of 'time-slicing', 'mps', 'mig', 'exclusive', got 'bogus'",
     ]
 
 

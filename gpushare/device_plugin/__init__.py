@@ -72,7 +72,13 @@ from gpushare.device_plugin.model import (
     advertised_resources,
     version_at_least,
 )
-from gpushare.device_plugin.rendering import exclusive_config, render, time_slicing_config, validate_config
+from gpushare.device_plugin.rendering import (
+    exclusive_config,
+    mps_config,
+    render,
+    time_slicing_config,
+    validate_config,
+)
 from gpushare.device_plugin.values import is_device_reference, qualify_resource_name
 
 __all__ = [
@@ -110,6 +116,7 @@ __all__ = [
     "flag_overrides",
     "format_go_duration",
     "is_device_reference",
+    "mps_config",
     "parse",
     "parse_go_duration",
     "qualify_resource_name",

@@ -13,6 +13,7 @@ import yaml
 from gpushare.device_plugin.decode import parse
 from gpushare.device_plugin.go_compat import STR_TAG, format_go_duration, go_yaml_resolve_plain
 from gpushare.device_plugin.model import (
+    MPS_ERA,
     PLUGIN_VERSIONS,
     DevicePluginConfig,
     Flags,
@@ -20,6 +21,7 @@ from gpushare.device_plugin.model import (
     ReplicatedResource,
     ReplicatedResources,
     Sharing,
+    version_at_least,
 )
 
 
@@ -184,6 +186,30 @@ def time_slicing_config(
         ),
     )
     return _validated_for_all_versions(draft)
+
+
+def mps_config(resources: Sequence[tuple[str, int]], mps_root: str) -> DevicePluginConfig:
+    """An MPS config (`sharing.mps`) the plugin versions with MPS accept (0.17.1 and later; 0.14.5 ignores
+    the key and would share nothing, so it is not among them). `flags.mpsRoot` is written into the file so
+    the file alone passes the plugin's `--mps-root` check (the charts' MPS_ROOT env says the same);
+    `failRequestsGreaterThanOne` is true, as 0.17.1 forces and 0.20.0 defaults."""
+    draft = DevicePluginConfig(
+        flags=Flags(mig_strategy="none", mps_root=mps_root),
+        sharing=Sharing(
+            mps=ReplicatedResources(
+                fail_requests_greater_than_one=True,
+                resources=tuple(
+                    ReplicatedResource(name=name, replicas=replicas) for name, replicas in resources
+                ),
+            )
+        ),
+    )
+    parsed = [
+        validate_config(draft, version).config
+        for version in PLUGIN_VERSIONS
+        if version_at_least(version, MPS_ERA)
+    ]
+    return parsed[0]
 
 
 def exclusive_config(mig_strategy: str) -> DevicePluginConfig:

@@ -109,7 +109,7 @@ def _key_path(loc: Sequence[int | str]) -> str:
     return text
 
 
-_MODES = {"time-slicing", "mig", "exclusive"}
+_MODES = {"time-slicing", "mps", "mig", "exclusive"}
 
 
 def validation_message(detail: Mapping[str, Any]) -> str:

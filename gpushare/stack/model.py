@@ -18,7 +18,7 @@ from pydantic import (
     model_validator,
 )
 
-from gpushare import catalog, gpu_driver, kube_names, plugin_tolerations
+from gpushare import catalog, gpu_driver, kube_names, mps, plugin_tolerations
 from gpushare.errors import GpushareError
 from gpushare.mig.geometry import fit_layout
 from gpushare.stack import kube_syntax, tke_limits
@@ -38,7 +38,7 @@ from gpushare.stack.fields import (
     measurement_date,
 )
 from gpushare.stack.plugin_settings import MIG_CONFIG_ALL_DISABLED, DevicePlugin
-from gpushare.tuning import DEFAULT_CEILING, measurement_problem
+from gpushare.tuning import DEFAULT_CEILING, MIN_SHARED_REPLICAS, max_replicas, measurement_problem
 
 PROJECT = "gpushare"
 
@@ -129,6 +129,13 @@ class TimeSlicing(Measurement):
     mode: Literal["time-slicing"]
 
 
+class Mps(Measurement):
+    """Whole GPUs shared with NVIDIA's MPS: replicas by the tuning rule, each client limited to the card's
+    memory / replicas (`gpushare.mps`)."""
+
+    mode: Literal["mps"]
+
+
 class Fallback(Measurement):
     """Opt-in sharing for the fallback key `any` (nodes whose label names no key): tuned for the one GPU
     the stack names. Without it `any` shares nothing, since the GPU such a node carries is unknown."""
@@ -154,6 +161,18 @@ class Exclusive(_Model):
 
 class Mig(_Model):
     mode: Literal["mig"]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_mps_on_mig(cls, data: object) -> object:
+        if isinstance(data, dict) and "mps" in data:
+            raise _at(
+                "mps",
+                "MPS shares whole GPUs only, not MIG instances (the plugin refuses MPS on MIG devices); "
+                "time-slice the instances (timeSlicing) or use mode mps on a pool without MIG",
+            )
+        return data
+
     mig_layout: dict[str, int] = Field(alias="migLayout", min_length=1)
     layout_name: str | None = Field(default=None, alias="layoutName")
     time_slicing: Measurement | None = Field(default=None, alias="timeSlicing")
@@ -187,7 +206,7 @@ class Mig(_Model):
         return "single" if len(self.mig_layout) == 1 and self.time_slicing is None else "mixed"
 
 
-PoolSharing = Annotated[TimeSlicing | Mig | Exclusive, Field(discriminator="mode")]
+PoolSharing = Annotated[TimeSlicing | Mps | Mig | Exclusive, Field(discriminator="mode")]
 
 
 class SoftwareVersion(_Model):
@@ -320,7 +339,7 @@ class Pool(_Model):
         if known is not None and self.gpus_per_node not in (None, known.gpus_per_node):
             raise _at("gpusPerNode", f"{self.instance_type} has {known.gpus_per_node} GPU(s) per node")
         sharing = self.sharing
-        if isinstance(sharing, TimeSlicing) and sharing.measured_mib > model.memory_mib:
+        if isinstance(sharing, TimeSlicing | Mps) and sharing.measured_mib > model.memory_mib:
             raise _at(
                 "sharing.measuredMiB",
                 f"{sharing.measured_mib} MiB is more than {self.gpu}'s {model.memory_mib} MiB",
@@ -360,7 +379,7 @@ class Pool(_Model):
     def measurement(self) -> Measurement | None:
         """What the pool's time-slicing replicas rest on; None for exclusive GPUs and unshared MIG instances."""
         sharing = self.sharing
-        if isinstance(sharing, TimeSlicing):
+        if isinstance(sharing, TimeSlicing | Mps):
             return sharing
         return sharing.time_slicing if isinstance(sharing, Mig) else None
 
@@ -425,6 +444,7 @@ class StackConfig(_Model):
                 raise _at("sharing.devicePlugin.managedPlugin.pool", f"no pool named {managed.pool!r}")
         if plugin.mode == "gpu-operator":
             self._one_layout_per_mig_config_name()
+        self._mps_pools_supported()
         if plugin.mig_strategy is not None:
             # The chart renders a top-level migStrategy as MIG_STRATEGY env, which overrides every per-node
             # config file: it must agree with what every pool's file says.
@@ -437,6 +457,36 @@ class StackConfig(_Model):
                         "it as MIG_STRATEGY env, which beats every per-node config file); leave it unset",
                     )
         return self
+
+    def _mps_pools_supported(self) -> None:
+        """MPS pools only where the pinned plugin runs MPS, never under a mixed/single override, and only
+        when the per-client limit holds the measured process (`gpushare.mps`)."""
+        plugin = self.sharing.device_plugin
+        ceiling = self.sharing.utilization_ceiling
+        for index, pool in enumerate(self.pools):
+            sharing = pool.sharing
+            if not isinstance(sharing, Mps):
+                continue
+            problem = mps.version_problem(plugin.mode, plugin.plugin_version)
+            if problem:
+                raise _at(f"pools[{index}].sharing.mode", problem)
+            problem = mps.mig_strategy_problem(plugin.mig_strategy)
+            if problem:
+                raise _at("sharing.devicePlugin.migStrategy", f"{problem} (pool {pool.name} uses MPS)")
+            gpu = catalog.gpu(pool.gpu)
+            problem = mps.compute_capability_problem(gpu.key, gpu.compute_capability)
+            if problem:
+                raise _at(f"pools[{index}].sharing.mode", problem)
+            replicas = max_replicas(gpu.memory_mib, sharing.measured_mib, ceiling)
+            if replicas < MIN_SHARED_REPLICAS:
+                raise _at(
+                    f"pools[{index}].sharing.measuredMiB",
+                    f"{sharing.measured_mib} MiB leaves room for {replicas} MPS client on {gpu.key} at ceiling "
+                    f"{ceiling:g} (the plugin needs >= {MIN_SHARED_REPLICAS} replicas): use mode exclusive",
+                )
+            problem = mps.client_limit_problem(gpu.memory_mib, replicas, sharing.measured_mib, ceiling)
+            if problem:
+                raise _at(f"pools[{index}].sharing.measuredMiB", problem)
 
     def _one_layout_per_mig_config_name(self) -> None:
         """The GPU Operator's MIG manager reads ONE mig-parted file for all pools: a name in it (the
