@@ -12,10 +12,24 @@ from gpushare import kube_names
 from gpushare.stack import tke_limits
 from gpushare.stack.model import Cluster, Mig, Pool, SoftwareVersion
 
-# What replaces a pool's nodes. The provider updates `pre_start_user_script` and labels in place, so
-# existing nodes would keep their old MIG instances: any change under `node_config` (the MIG set-up
-# script, `gpu_args`: MIG mode, driver) or of the instance type plans a replacement instead.
-REPLACE_ON_CHANGES = ("nodeConfig", "autoScalingConfig.instanceType")
+# What replaces a pool and its nodes: every field gpushare sets that the pinned provider's node pool marks
+# ForceNew (terraform-provider-tencentcloud `resource_tc_kubernetes_node_pool.go`, the bridge behind
+# tencentcloud-iac-pulumi 0.2.3; the SDK itself carries no ForceNew marks). Listing them makes a preview
+# say "replace" and name the field. `node_config` is ForceNew as a whole: the MIG set-up script, the user
+# script, `gpu_args` (MIG mode, driver). docs/stack-file.md lists them.
+REPLACE_ON_CHANGES = (
+    "clusterId",
+    "vpcId",
+    "subnetIds",
+    "retryPolicy",
+    "nodeConfig",
+    "autoScalingConfig.instanceType",
+)
+
+# An autoscaled pool's desired count belongs to TKE's autoscaler once the pool exists: the provider's Read
+# stores TKE's current count, and a managed `desired_capacity` would reset it at the next `pulumi up`
+# (scaling in a busy GPU node). Sent at create, ignored afterwards.
+AUTOSCALED_IGNORE_CHANGES = ("desiredCapacity",)
 
 
 @dataclass(frozen=True)
@@ -95,17 +109,18 @@ class GpuNodePool(pulumi.ComponentResource):
             # creates. The script is idempotent: both may run it.
             user_data=script,
         )
+        autoscaled = pool.nodes.min != pool.nodes.max
         node_pool = tencentcloud.kubernetes.NodePool(
             f"{name}-pool",
             tencentcloud.kubernetes.NodePoolArgs(
                 name=tke_limits.node_pool_name(pool.name),
                 cluster_id=args.cluster.id,
                 vpc_id=args.cluster.vpc_id,
-                subnet_ids=list(args.cluster.subnet_ids),
+                subnet_ids=list(pool.subnet_ids or args.cluster.subnet_ids),
                 min_size=pool.nodes.min,
                 max_size=pool.nodes.max,
                 desired_capacity=pool.nodes.desired,
-                enable_auto_scale=pool.nodes.min != pool.nodes.max,
+                enable_auto_scale=autoscaled,
                 node_os=pool.node_os,
                 retry_policy="INCREMENTAL_INTERVALS",
                 # The default (True) keeps the CVMs when the pool goes: GPU instances would go on billing
@@ -129,6 +144,7 @@ class GpuNodePool(pulumi.ComponentResource):
                 parent=self,
                 protect=args.protect,
                 replace_on_changes=list(REPLACE_ON_CHANGES),
+                ignore_changes=list(AUTOSCALED_IGNORE_CHANGES) if autoscaled else None,
                 # Unset unless asked for: an explicit False would override the provider's own answer.
                 delete_before_replace=True if args.delete_before_replace else None,
             ),

@@ -8,14 +8,14 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from gpushare.cli.arguments import add_command, stack_arguments
-from gpushare.cli.config_size import warn_config_size
+from gpushare.cli.stack_notes import print_stack_notes
 from gpushare.plan import build_plan, capacity_json, capacity_table
 from gpushare.stack.loading import load_stack
 
 
 def cmd_plan(args: argparse.Namespace, out: TextIO) -> int:
     stack = load_stack(Path(args.dir), args.stack)
-    warn_config_size(stack)
+    print_stack_notes(stack)
     capacity = capacity_json(build_plan(stack))
     if args.json:
         json.dump(capacity, out, indent=2)

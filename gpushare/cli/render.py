@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from gpushare.cli.arguments import add_command, chart_arguments, chart_sources_from, stack_arguments
-from gpushare.cli.config_size import warn_config_size
 from gpushare.cli.offline_run import refuse_bad_stack_early, run_offline
+from gpushare.cli.stack_notes import print_stack_notes
 from gpushare.plan import capacity_table
 
 if TYPE_CHECKING:
@@ -36,7 +36,7 @@ def _report(result: RenderResult, args: argparse.Namespace, out: TextIO) -> int:
     from gpushare.offline.render import MANIFESTS_DIR, release_summary
 
     if result.config is not None:
-        warn_config_size(result.config)
+        print_stack_notes(result.config)
     in_manifests = [file for file in result.files if file.startswith(f"{MANIFESTS_DIR}/")]
     helm_values = sum(1 for file in in_manifests if file.endswith(HELM_VALUES_SUFFIX))
     chart_objects = sum(len(r.objects) for r in result.releases)

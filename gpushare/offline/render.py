@@ -301,6 +301,7 @@ def _resource_record(resource: RecordedResource) -> dict[str, Any]:
         "aliases": resource.aliases,
         "protect": resource.protect,
         "replaceOnChanges": resource.replace_on_changes,
+        "ignoreChanges": resource.ignore_changes,
         "deleteBeforeReplace": resource.delete_before_replace,
         "dependencies": resource.dependencies,
         "inputs": resource.inputs,
@@ -318,6 +319,10 @@ def _node_pool_files(resource: RecordedResource) -> dict[str, str]:
     if resource.replace_on_changes:
         header.append(
             f"# replace_on_changes: {', '.join(resource.replace_on_changes)} (a change replaces the pool)"
+        )
+    if resource.ignore_changes:
+        header.append(
+            f"# ignore_changes: {', '.join(resource.ignore_changes)} (TKE's value kept after create)"
         )
     if resource.delete_before_replace:
         header.append("# delete_before_replace: true (a replacement deletes this pool and its nodes first)")

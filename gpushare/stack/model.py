@@ -67,10 +67,14 @@ class Cluster(_Model):
     @field_validator("subnet_ids")
     @classmethod
     def _subnets(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        for subnet in value:
-            if not _is_subnet(subnet):
-                raise ValueError(f"{subnet!r} is not a subnet id (subnet-...)")
-        return value
+        return _subnet_ids(value)
+
+
+def _subnet_ids(value: tuple[str, ...]) -> tuple[str, ...]:
+    for subnet in value:
+        if not _is_subnet(subnet):
+            raise ValueError(f"{subnet!r} is not a subnet id (subnet-...)")
+    return value
 
 
 class Sharing(_Model):
@@ -252,6 +256,9 @@ class Pool(_Model):
     # capacity is gone until new nodes join).
     delete_before_replace: bool = Field(default=False, alias="deleteBeforeReplace")
     node_os: str = Field(default="tlinux3.1x86_64", alias="nodeOs")
+    # The pool's own subnets over `cluster.subnetIds`: TKE replaces a pool whose subnets change (ForceNew),
+    # so a subnet is added one pool at a time by giving that pool its own list.
+    subnet_ids: tuple[str, ...] | None = Field(default=None, alias="subnetIds", min_length=1)
     labels: dict[str, str] = Field(default_factory=dict)
     taints: tuple[dict[str, str], ...] = ()
     driver: GpuDriver | None = None
@@ -270,6 +277,11 @@ class Pool(_Model):
     @classmethod
     def _node_os(cls, value: str) -> str:
         return _match_node_os(value)
+
+    @field_validator("subnet_ids")
+    @classmethod
+    def _own_subnets(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        return None if value is None else _subnet_ids(value)
 
     @field_validator("labels")
     @classmethod
