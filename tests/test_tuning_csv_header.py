@@ -22,7 +22,10 @@ from gpushare.tuning import largest_process_mib
     ("text", "largest"),
     [
         # As nvidia-smi prints it for --query-compute-apps=pid,process_name,used_memory: 4621 > 1203.
-        ("pid, process_name, used_gpu_memory [MiB]\n21873, python3, 4621 MiB\n21904, python3, 1203 MiB\n", 4621),
+        (
+            "pid, process_name, used_gpu_memory [MiB]\n21873, python3, 4621 MiB\n21904, python3, 1203 MiB\n",
+            4621,
+        ),
         # The memory column first (--query-compute-apps=used_memory,pid): 4621 of column 0, not pid 21904.
         ("used_gpu_memory [MiB], pid\n4621 MiB, 21873\n1203 MiB, 21904\n", 4621),
         # With the GPU's UUID in front and nounits: 4401 (the seed's T4 process) > 812.
