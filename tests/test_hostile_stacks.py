@@ -726,10 +726,15 @@ def test_a_stack_too_large_for_the_policy_pack_environment(
     assert line.startswith("Pulumi.big.yaml: the stack config is 1")
     assert "Linux caps one at 128 KiB (MAX_ARG_STRLEN)" in line
     assert main(["plan", "--stack", "near", "--dir", str(tmp_path)], io.StringIO()) == 0
-    (warning,) = capsys.readouterr().err.splitlines()
+    # The size warning, then the ForceNew note: the 45 pools share the cluster's subnets.
+    warning, note = capsys.readouterr().err.splitlines()
+    assert note.startswith("note: Pulumi.near.yaml: gpushare:cluster.subnetIds: every pool (l20-0, l20-1, ")
     assert warning.startswith("warning: Pulumi.near.yaml: the stack config is 9")
     assert main(["plan", "--stack", "prod", "--dir", str(PROJECT_DIR)], io.StringIO()) == 0
-    assert capsys.readouterr().err == ""  # prod is ~1 KiB: no warning
+    # prod is ~1 KiB: no size warning, only the note that l20 and t4 share one subnet list.
+    assert capsys.readouterr().err.startswith(
+        "note: Pulumi.prod.yaml: gpushare:cluster.subnetIds: every pool (l20, t4)"
+    )
 
 
 def test_an_all_exclusive_stack_prints_no_fallback_replicas(tmp_path: Path) -> None:
