@@ -123,3 +123,83 @@ def test_a_labelled_mig_layout_that_does_not_fit_the_pools_gpu_is_refused(operat
         "fit H20: 1g.12gb x8: at most 7 per GPU"
     )
     assert urn == "urn:pulumi:staging::gpushare::tencentcloud:Kubernetes/nodePool:NodePool::gpushare-h20-pool"
+
+
+# --------------------------------------------------------------------------------------------------------
+# mig-config-exists: a label value gpushare does not generate, with and without the operator's release
+
+
+def _mig_verdicts(resources: list[Res]) -> list[tuple[str, str | None]]:
+    return stack_messages(rules.POLICIES_BY_NAME["mig-config-exists"], resources)  # type: ignore[arg-type]
+
+
+def _operator_generating(operator_stack: Program, wanted: str) -> list[Res]:
+    """The operator's MIG manager told no ConfigMap (`migManager.config.name` empty), the h20 pool labelled."""
+    resources = copy.deepcopy(operator_stack.resources)
+    release = next(r for r in resources if r.name == RELEASE)
+    release.props["values"]["migManager"]["config"]["name"] = ""
+    h20 = next(r for r in resources if r.name == "gpushare-h20-pool")
+    h20.props["labels"][kube_names.LABEL_MIG_CONFIG] = wanted
+    return resources
+
+
+H20_URN = "urn:pulumi:staging::gpushare::tencentcloud:Kubernetes/nodePool:NodePool::gpushare-h20-pool"
+
+
+def test_a_label_the_operator_cannot_generate_is_refused_when_it_reads_no_configmap(
+    operator_stack: Program,
+) -> None:
+    # The MIG manager with no config name builds its file from the hardware: only all-* configs exist there.
+    assert _mig_verdicts(_operator_generating(operator_stack, "h20-6x1g.12gb-1x1g.24gb")) == [
+        (
+            f"node pool h20: label {kube_names.LABEL_MIG_CONFIG}=h20-6x1g.12gb-1x1g.24gb, but {OPERATOR} sets no "
+            "values.migManager.config.name: the MIG manager generates its config from the hardware, which holds "
+            "only all-* configs (e.g. all-disabled). Name a mig-parted ConfigMap holding "
+            "'h20-6x1g.12gb-1x1g.24gb'.",
+            H20_URN,
+        )
+    ]
+
+
+@pytest.mark.parametrize("wanted", ["all-disabled", "all-1g.12gb", "all-"])
+def test_a_generated_all_label_is_not_refused_when_the_operator_generates(
+    operator_stack: Program, wanted: str
+) -> None:
+    assert _mig_verdicts(_operator_generating(operator_stack, wanted)) == []
+
+
+def _without_operator(operator_stack: Program, wanted: str, *, pool_labelled_config: bool) -> list[Res]:
+    """The release gone; the mig-parted ConfigMap optionally labelled for the h20 pool as gpushare labels its
+    per-pool ConfigMaps in the modes without an operator."""
+    resources = [copy.deepcopy(r) for r in operator_stack.resources if r.name != RELEASE]
+    if pool_labelled_config:
+        mig_parted = next(r for r in resources if r.name == MIG_PARTED)
+        mig_parted.props["metadata"]["labels"][kube_names.LABEL_POOL] = "h20"
+    h20 = next(r for r in resources if r.name == "gpushare-h20-pool")
+    h20.props["labels"][kube_names.LABEL_MIG_CONFIG] = wanted
+    return resources
+
+
+def test_without_the_operator_a_label_no_pool_configmap_holds_is_refused(operator_stack: Program) -> None:
+    resources = _without_operator(operator_stack, "h20-custom", pool_labelled_config=True)
+    name = next(r for r in resources if r.name == MIG_PARTED).props["metadata"]["name"]
+    ((message, urn),) = _mig_verdicts(resources)
+    # The file staging renders holds all-disabled and the layout its h20 pool uses.
+    assert message == (
+        f"node pool h20: label {kube_names.LABEL_MIG_CONFIG}=h20-custom names no config in ConfigMap "
+        f"gpu-operator/{name} (configs: all-disabled, h20-6x1g.12gb-1x1g.24gb); the MIG manager fails on "
+        "these nodes and leaves their GPUs as they are"
+    )
+    assert urn == H20_URN
+    # Without an operator there is no generated file: an all-* name must be in the pool's file as well.
+    ((message, _),) = _mig_verdicts(
+        _without_operator(operator_stack, "all-1g.12gb", pool_labelled_config=True)
+    )
+    assert "=all-1g.12gb names no config in ConfigMap" in message
+    # A name the pool's file holds passes.
+    assert _mig_verdicts(_without_operator(operator_stack, "all-disabled", pool_labelled_config=True)) == []
+
+
+def test_without_the_operator_or_a_pool_configmap_nothing_reads_the_label(operator_stack: Program) -> None:
+    # No MIG manager is configured for the pool at all: nothing to judge the label against.
+    assert _mig_verdicts(_without_operator(operator_stack, "h20-custom", pool_labelled_config=False)) == []
