@@ -227,6 +227,8 @@ class Pool(TypedDict):
     """The TKE instance type, like `PNV5b.8XLARGE96`."""
     gpusPerNode: NotRequired[pulumi.Input[int]]
     """GPUs per node; required when the instance type is not in the catalog."""
+    subnetIds: NotRequired[pulumi.Input[list[pulumi.Input[str]]]]
+    """This pool's subnets, over the cluster's `subnetIds` (a change replaces this pool alone)."""
     nodes: pulumi.Input[Nodes]
     """The pool's size."""
     sharing: pulumi.Input[PoolSharing]
