@@ -68,7 +68,7 @@ def _dig(value: object, *path: str) -> Any:
     return value
 
 
-def _whole(value: object) -> int | None:
+def whole_number(value: object) -> int | None:
     """A count or quantity: 2, 2.0 (numbers cross Pulumi's wire as doubles) or "2"; None otherwise."""
     if isinstance(value, bool):
         return None
@@ -127,7 +127,7 @@ def _matches(labels: Mapping[str, str], key: str, operator: str, values: tuple[s
     if operator == "DoesNotExist":
         return value is None
     if operator in ("Gt", "Lt") and value is not None and values:
-        left, right = _whole(value), _whole(values[0])
+        left, right = whole_number(value), whole_number(values[0])
         if left is None or right is None:
             return False
         return left > right if operator == "Gt" else left < right
@@ -222,7 +222,7 @@ class Workload:
 def _gpu_quantities(resources: object) -> dict[str, int]:
     found = {}
     for key, value in (resources if isinstance(resources, Mapping) else {}).items():
-        count = _whole(value)
+        count = whole_number(value)
         if isinstance(key, str) and key.startswith(GPU_RESOURCE_PREFIX) and count is not None:
             found[key] = count
     return found
@@ -258,10 +258,10 @@ def workload_of(kind: str, obj: Mapping[str, Any]) -> Workload | None:
     elif kind in ("Job", "CronJob"):
         job = _dig(obj, "spec") if kind == "Job" else _dig(obj, "spec", "jobTemplate", "spec")
         parallelism = _dig(job, "parallelism")
-        replicas = 1 if parallelism is None else _whole(parallelism)
+        replicas = 1 if parallelism is None else whole_number(parallelism)
     else:
         raw_replicas = _dig(obj, "spec", "replicas")
-        replicas = 1 if raw_replicas is None else _whole(raw_replicas)
+        replicas = 1 if raw_replicas is None else whole_number(raw_replicas)
     annotations = {
         **(_strings(_dig(obj, "metadata", "annotations")) or {}),
         **(_strings(_dig(template, "metadata", "annotations")) or {}),
@@ -299,7 +299,7 @@ class Autoscaler:
 
 def autoscaler_of(obj: Mapping[str, Any]) -> Autoscaler | None:
     kind, name = _dig(obj, "spec", "scaleTargetRef", "kind"), _dig(obj, "spec", "scaleTargetRef", "name")
-    maximum = _whole(_dig(obj, "spec", "maxReplicas"))
+    maximum = whole_number(_dig(obj, "spec", "maxReplicas"))
     if not isinstance(kind, str) or not isinstance(name, str) or maximum is None:
         return None
     return Autoscaler(
@@ -327,7 +327,7 @@ class WorkloadFinding:
 def _scaled(value: object, replicas: int, round_up: bool) -> int | None:
     if value is None:
         return None
-    count = _whole(value)
+    count = whole_number(value)
     if count is not None:
         return count
     match = _PERCENT.match(value) if isinstance(value, str) else None
@@ -356,7 +356,7 @@ def rolling_update(workload: Workload) -> tuple[int, int, str, str] | None:
 
 
 def _written(value: object) -> str:
-    count = _whole(value)
+    count = whole_number(value)
     return str(count) if count is not None else str(value)
 
 
@@ -555,7 +555,7 @@ def _memory(workload: Workload, resource: str, usable: Sequence[PoolOffer]) -> l
     if raw is None:
         return []
     who = workload.label
-    measured = _whole(raw.strip())
+    measured = whole_number(raw.strip())
     if measured is None or measured <= 0:
         return [
             WorkloadFinding(
