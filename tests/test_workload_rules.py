@@ -18,11 +18,20 @@ import jsonschema  # type: ignore[import-untyped]
 import pytest
 import yaml
 from conftest import FIXTURES, PROJECT_DIR
+from pulumi_policy import StackValidationPolicy
 from test_policies import Res, _isolated_environment, program, stack_messages, use_stack
 
+from gpushare import workload_fit
 from gpushare.cli import main as cli_main
 from gpushare.plan import build_plan
-from gpushare.pool_offers import PLAN_PROPERTY, PLAN_SCHEMA, WORKLOAD_POLICIES, plan_json, pool_offers
+from gpushare.pool_offers import (
+    PLAN_PROPERTY,
+    PLAN_SCHEMA,
+    WORKLOAD_POLICIES,
+    PoolOffer,
+    plan_json,
+    pool_offers,
+)
 from gpushare.stack.loading import from_config_values, load_stack
 from gpushare_policies import rules
 
@@ -136,7 +145,8 @@ def findings(resources: list[Res], config: dict[str, Any] | None) -> dict[str, l
     found: dict[str, list[tuple[str, str]]] = {}
     for name in WORKLOAD_POLICIES:
         policy = rules.POLICIES_BY_NAME[name]
-        for message, urn in stack_messages(policy, resources, (config or {}).get(name)):  # type: ignore[arg-type]
+        assert isinstance(policy, StackValidationPolicy)
+        for message, urn in stack_messages(policy, resources, (config or {}).get(name)):
             found.setdefault(urn.rpartition("::")[2] if urn else "stack", []).append((name, message))
     return found
 
@@ -226,7 +236,9 @@ def test_in_gpushares_own_program_what_may_wait_is_mandatory(use_stack: Any) -> 
 
 def test_a_misspelt_plan_key_is_reported(plan_config: dict[str, Any]) -> None:
     config = {"gpushareplan": plan_config["workload-gpu-request"][PLAN_PROPERTY]}
-    messages = [m for m, _ in stack_messages(rules.POLICIES_BY_NAME["workload-gpu-request"], [], config)]
+    policy = rules.POLICIES_BY_NAME["workload-gpu-request"]
+    assert isinstance(policy, StackValidationPolicy)
+    messages = [m for m, _ in stack_messages(policy, [], config)]
     assert messages == [
         "policy config: unknown property 'gpushareplan'; this policy takes gpusharePlan (a misspelt key would "
         "leave the default in force). Fix the --policy-pack-config file."
@@ -290,3 +302,93 @@ def test_exclusive_offers_one_slot_a_gpu() -> None:
 def test_plan_json_of_every_repo_stack_fits_the_schema() -> None:
     for stack in ("prod", "staging", "dev"):
         jsonschema.validate(plan_json(build_plan(load_stack(PROJECT_DIR, stack))), PLAN_SCHEMA)
+
+
+# --------------------------------------------------------------------------------------------------------
+# The judge on its own: other modes, degenerate workloads
+
+
+def _deployment(pool: str, resources: dict[str, Any], **spec: Any) -> workload_fit.Workload:
+    pod = {"nodeSelector": {"gpushare.io/pool": pool}, "containers": [{"name": "c", "resources": resources}]}
+    obj = {
+        "metadata": {"name": "svc", "namespace": "ns"},
+        "spec": {"template": {"spec": pod}, **spec},
+    }
+    workload = workload_fit.workload_of("Deployment", obj)
+    assert workload is not None
+    return workload
+
+
+def _staging() -> tuple[PoolOffer, ...]:
+    return pool_offers(build_plan(load_stack(PROJECT_DIR, "staging")))
+
+
+def test_nvidia_gpu_on_a_mixed_mig_pool_is_not_offered() -> None:
+    (found,) = workload_fit.judge(_deployment("h20", {"limits": {"nvidia.com/gpu": 1}}), _staging())
+    assert (found.rule, found.message) == (
+        "workload-gpu-resource-offered",
+        "Deployment ns/svc: asks nvidia.com/gpu, which pool h20 it reaches does not offer: h20 (mig, "
+        "migStrategy mixed) offers nvidia.com/mig-1g.12gb, nvidia.com/mig-1g.24gb. Its pods stay Pending; ask "
+        "for one of those names, or select a pool that offers nvidia.com/gpu.",
+    )
+
+
+def test_multi_gpu_nodes_count_every_gpu() -> None:
+    # H20: 4 GPUs a node x 6 instances x 2 replicas = 48 slots of 1g.12gb on its one node at nodes.max.
+    fits = _deployment("h20", {"limits": {"nvidia.com/mig-1g.12gb": 1}}, replicas=48)
+    assert workload_fit.judge(fits, _staging()) == []
+    over = _deployment("h20", {"limits": {"nvidia.com/mig-1g.12gb": 1}}, replicas=49)
+    assert [f.kind for f in workload_fit.judge(over, _staging())] == ["replicas"]
+
+
+def test_zero_replicas_and_no_gpu_are_not_judged() -> None:
+    assert (
+        workload_fit.judge(_deployment("l20", {"limits": {"nvidia.com/gpu": 1}}, replicas=0), _staging())
+        == []
+    )
+    assert workload_fit.judge(_deployment("l20", {"limits": {"cpu": "2"}}, replicas=99), _staging()) == []
+
+
+def test_an_init_container_larger_than_the_containers_sets_the_pods_request() -> None:
+    obj = {
+        "metadata": {"name": "svc", "namespace": "ns"},
+        "spec": {
+            "template": {
+                "spec": {
+                    "containers": [{"name": "a", "resources": {"limits": {"nvidia.com/gpu": 1}}}],
+                    "initContainers": [{"name": "warm", "resources": {"limits": {"nvidia.com/gpu": 3}}}],
+                }
+            }
+        },
+    }
+    workload = workload_fit.workload_of("Deployment", obj)
+    assert workload is not None and workload.slots_per_pod("nvidia.com/gpu") == 3
+
+
+@pytest.mark.parametrize(
+    ("pool", "replicas", "strategy", "stuck"),
+    [
+        ("t4", 3, None, True),  # defaults: surge ceil(0.75) = 1, unavailable floor(0.75) = 0; T4 full at 3
+        ("l20", 8, None, False),  # unavailable floor(2.0) = 2: old pods go first on L20's full 8
+        ("l20", 8, {"rollingUpdate": {"maxUnavailable": "0%"}}, True),
+        ("t4", 3, {"type": "Recreate"}, False),
+        ("t4", 3, {"rollingUpdate": {"maxSurge": "0%", "maxUnavailable": 1}}, False),
+        ("t4", 2, {"rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}, False),  # one slot free on 3
+    ],
+)
+def test_surge_on_full_pools(pool: str, replicas: int, strategy: dict[str, Any] | None, stuck: bool) -> None:
+    prod = pool_offers(build_plan(load_stack(PROJECT_DIR, "prod")))
+    spec: dict[str, Any] = {"replicas": replicas}
+    if strategy is not None:
+        spec["strategy"] = strategy
+    found = workload_fit.judge(_deployment(pool, {"limits": {"nvidia.com/gpu": 1}}, **spec), prod)
+    assert [f.kind for f in found] == (["surge"] if stuck else [])
+
+
+def test_unknown_values_in_preview_are_not_judged() -> None:
+    unknown = object()  # what the pack puts where the engine does not know a value yet
+    prod = pool_offers(build_plan(load_stack(PROJECT_DIR, "prod")))
+    workload = _deployment("l20", {"limits": {"nvidia.com/gpu": 1}}, replicas=unknown)
+    assert workload.replicas is None and workload_fit.judge(workload, prod) == []
+    obj = {"spec": {"template": {"spec": {"nodeSelector": unknown, "containers": []}}}}
+    assert workload_fit.workload_of("Deployment", obj) is not None

@@ -79,7 +79,8 @@ class _Program:
 
 def _with_name(res: Resource) -> dict[str, Any]:
     props = dict(res.props)
-    metadata = dict(props.get("metadata") if isinstance(props.get("metadata"), dict) else {})
+    given = props.get("metadata")
+    metadata = dict(given) if isinstance(given, dict) else {}
     metadata.setdefault("name", res.name)  # auto-named objects take the resource's name (and a suffix)
     props["metadata"] = metadata
     return props
