@@ -9,6 +9,7 @@ A slot's budget is floor(0.9 x memory / replicas): L20 floor(41461.2 / 8) = 5182
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import shutil
@@ -29,6 +30,7 @@ from gpushare.pool_offers import (
     PLAN_SCHEMA,
     WORKLOAD_POLICIES,
     PoolOffer,
+    Taint,
     plan_json,
     pool_offers,
 )
@@ -392,3 +394,38 @@ def test_unknown_values_in_preview_are_not_judged() -> None:
     assert workload.replicas is None and workload_fit.judge(workload, prod) == []
     obj = {"spec": {"template": {"spec": {"nodeSelector": unknown, "containers": []}}}}
     assert workload_fit.workload_of("Deployment", obj) is not None
+
+
+@pytest.mark.parametrize(
+    ("toleration", "tolerated"),
+    [
+        ({"key": "dedicated", "operator": "Equal", "value": "nlp", "effect": "NoSchedule"}, True),
+        ({"key": "dedicated", "value": "nlp"}, True),  # operator Equal by default, every effect
+        ({"key": "dedicated", "operator": "Exists"}, True),
+        ({"operator": "Exists"}, True),  # tolerates every taint
+        ({"key": "dedicated", "operator": "Equal", "value": "asr", "effect": "NoSchedule"}, False),
+        ({"key": "dedicated", "operator": "Exists", "effect": "NoExecute"}, False),
+        ({"key": "team", "operator": "Exists"}, False),
+    ],
+)
+def test_tolerations_of_the_t4_pools_taint(toleration: dict[str, str], tolerated: bool) -> None:
+    offers = [
+        dataclasses.replace(o, taints=(Taint("dedicated", "nlp", "NoSchedule"),)) if o.pool == "t4" else o
+        for o in pool_offers(build_plan(load_stack(PROJECT_DIR, "prod")))
+    ]
+    obj = {
+        "metadata": {"name": "svc", "namespace": "ns"},
+        "spec": {
+            "template": {
+                "spec": {
+                    "nodeSelector": {"gpushare.io/pool": "t4"},
+                    "tolerations": [toleration],
+                    "containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": 1}}}],
+                }
+            }
+        },
+    }
+    workload = workload_fit.workload_of("Deployment", obj)
+    assert workload is not None
+    rules_found = [f.rule for f in workload_fit.judge(workload, offers)]
+    assert rules_found == ([] if tolerated else ["workload-tolerates-pool-taints"])
