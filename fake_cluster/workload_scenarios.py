@@ -54,7 +54,8 @@ def _pod(replica_set: Obj, index: int, node_name: str | None) -> Obj:
             "uid": f"uid-pod-{replica_set['metadata']['name']}-{index}",
             "labels": dict(template["metadata"]["labels"]),
             "ownerReferences": owner("ReplicaSet", replica_set),
-            "creationTimestamp": stamp(timedelta(hours=2)),
+            # A day and more: `age` then shows days and hours, which a slow test run does not change.
+            "creationTimestamp": stamp(timedelta(days=1, hours=2)),
         },
         "spec": spec,
         "status": status,

@@ -35,7 +35,7 @@ def test_a_pod_pending_for_want_of_slots_names_its_deployment(
     # 8 replicas fit the L20 pool's 8 slots at nodes.max: only the pod that waits is a finding.
     assert (code, findings(report)) == (1, [("error", "gpu-pending-pods", "pod/team-a/chat-6c9f-7")])
     assert finding(report, "gpu-pending-pods")["message"] == (
-        "Pending for 2h 0m: 0/8 nodes are available: 8 Insufficient nvidia.com/gpu.; it belongs to "
+        "Pending for 1d 2h: 0/8 nodes are available: 8 Insufficient nvidia.com/gpu.; it belongs to "
         "Deployment team-a/chat — add slots (a pool's nodes or replicas) or free them"
     )
 
