@@ -21,6 +21,7 @@ from fractions import Fraction
 from typing import Any, Final
 
 from gpushare import kube_names, mps
+from gpushare.errors import GpushareError
 from gpushare.plan import GPU_RESOURCE, PoolPlan, SharingPlan
 from gpushare.stack.model import Mig, Mps, StackConfig
 
@@ -202,7 +203,13 @@ def pool_node_labels(stack: StackConfig, plan: PoolPlan) -> dict[str, str]:
 
 def pool_offer(stack: StackConfig, plan: PoolPlan) -> PoolOffer:
     pool = plan.pool
-    resources = RESOURCE_OFFERS[pool.sharing.mode](plan, stack.sharing.utilization_ceiling)
+    offers = RESOURCE_OFFERS.get(pool.sharing.mode)
+    if offers is None:
+        raise GpushareError(
+            f"pool {pool.name}: mode {pool.sharing.mode} offers no resources to workloads yet: register "
+            "its function with @offers_for in gpushare/pool_offers.py"
+        )
+    resources = offers(plan, stack.sharing.utilization_ceiling)
     shared = any(r.slots_per_gpu > 1 for r in resources) or (plan.mps and bool(plan.shared))
     return PoolOffer(
         pool=pool.name,

@@ -13,6 +13,7 @@ import dataclasses
 import io
 import json
 import shutil
+import typing
 from typing import Any
 
 import jsonschema  # type: ignore[import-untyped]
@@ -28,6 +29,7 @@ from gpushare.plan import build_plan
 from gpushare.pool_offers import (
     PLAN_PROPERTY,
     PLAN_SCHEMA,
+    RESOURCE_OFFERS,
     WORKLOAD_POLICIES,
     PoolOffer,
     Taint,
@@ -35,6 +37,7 @@ from gpushare.pool_offers import (
     pool_offers,
 )
 from gpushare.stack.loading import from_config_values, load_stack
+from gpushare.stack.model import PoolSharing
 from gpushare_policies import rules
 
 __all__ = ["_isolated_environment", "use_stack"]  # fixtures used by name
@@ -429,3 +432,13 @@ def test_tolerations_of_the_t4_pools_taint(toleration: dict[str, str], tolerated
     assert workload is not None
     rules_found = [f.rule for f in workload_fit.judge(workload, offers)]
     assert rules_found == ([] if tolerated else ["workload-tolerates-pool-taints"])
+
+
+def test_every_pool_mode_has_its_offers() -> None:
+    """A new `sharing.mode` (qGPU, ...) plugs in by one `@offers_for` function; without it, this fails."""
+    modes = {
+        mode
+        for sharing in typing.get_args(typing.get_args(PoolSharing)[0])
+        for mode in typing.get_args(sharing.model_fields["mode"].annotation)
+    }
+    assert modes <= set(RESOURCE_OFFERS), sorted(modes - set(RESOURCE_OFFERS))
