@@ -442,3 +442,9 @@ def test_every_pool_mode_has_its_offers() -> None:
         for mode in typing.get_args(sharing.model_fields["mode"].annotation)
     }
     assert modes <= set(RESOURCE_OFFERS), sorted(modes - set(RESOURCE_OFFERS))
+
+
+def test_plan_prints_the_policy_config_or_the_capacity_json_not_both() -> None:
+    with pytest.raises(SystemExit) as refused:
+        cli_main.main(["plan", "--stack", "prod", "--json", "--policy-config"], out=io.StringIO())
+    assert refused.value.code == 2
