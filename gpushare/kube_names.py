@@ -25,6 +25,9 @@ LABEL_MPS_CAPABLE = "nvidia.com/mps.capable"
 
 ANNOTATION_CONFIG_SHA256 = "gpushare.io/config-sha256"
 ANNOTATION_TUNING_PREFIX = "gpushare.io/tuning-"
+# On a GPU workload (or its pod template): the largest GPU memory one of its processes used, in MiB, which
+# the workload rules hold against the per-slot budget of the pool it lands on (gpushare/workload_fit.py).
+ANNOTATION_MEASURED_MIB = "gpushare.io/measured-mib"
 
 CONFIG_MAP_NAME = "time-slicing-config"
 CONFIG_MAP_NAMESPACE = "kube-system"

@@ -93,6 +93,7 @@ ADVISORY_NAMES = {
     "time-slicing-measurement-fresh",
     "plugin-image-pinned",
     "judged-without-stack-config",
+    "workload-fits-pool-advisory",
 }
 # What the repo's stacks are expected to be advised about: placeholder measurement dates, and the tag-only
 # image of TKE's plugin (its digest is the cluster's to read, not ours to invent).

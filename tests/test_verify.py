@@ -945,6 +945,9 @@ def test_the_documented_cluster_role_allows_every_request_verify_sends(
         ("get", "apps", "daemonsets"),
         ("get", "apps", "replicasets"),
         ("get", "apps", "deployments"),
+        # workload-over-slots and rollout-stuck-on-surge read every Deployment and StatefulSet.
+        ("list", "apps", "deployments"),
+        ("list", "apps", "statefulsets"),
         # memory-budget: the exporter pages through the pod proxy.
         ("get", "", "pods/proxy"),
     }

@@ -94,7 +94,11 @@ def test_only_nodes_readable_is_a_partial_verdict(
         "managed-plugin-drift (get daemonsets.apps in namespace kube-system)",
         "gpu-pending-pods (list pods at cluster scope)",
         "rollout-stuck (list pods at cluster scope)",
+        "gpu-pod-outside-pools (list pods at cluster scope)",
         "gpu-pending-pods from FailedScheduling events (list events at cluster scope)",
+        "workload-over-slots (list deployments.apps at cluster scope)",
+        "rollout-stuck-on-surge (list deployments.apps at cluster scope)",
+        "workload-over-slots (list statefulsets.apps at cluster scope)",
     ]
     code, out, _, _ = run_loaded(kubeconfig)
     assert code == 1

@@ -109,16 +109,21 @@ def cmd_verify(args: argparse.Namespace, out: TextIO) -> int:
         expected = expected_cluster(stack)
         from gpushare.verify.memory_live import memory_findings
         from gpushare.verify.reader import api_client, read_snapshot
+        from gpushare.verify.workload_reader import read_workloads
 
         api = api_client(args.kubeconfig, args.context)
         with api:
             snapshot = read_snapshot(api, expected)
             memory = memory_findings(api, expected, snapshot.nodes, memory_source)
+            workloads = read_workloads(api)
             server = str(api.configuration.host)
     except GpushareError as err:
         sys.stderr.write(f"verify: cannot check: {err}\n")
         return EXIT_CANNOT_CHECK
-    report = run_checks(expected, snapshot, memory)
+    from gpushare.verify.workload_capacity import workload_findings
+
+    snapshot, found = workload_findings(stack, snapshot, workloads)
+    report = run_checks(expected, snapshot, (*memory, *found))
     if args.json:
         json.dump(report.as_json(), out, indent=2)
         out.write("\n")

@@ -293,6 +293,9 @@ _ANSWER_TYPES = {
     "read_namespaced_replica_set": "V1ReplicaSet",
     "read_namespaced_deployment": "V1Deployment",
     "read_namespaced_stateful_set": "V1StatefulSet",
+    # The workload checks' lists (gpushare/verify/workload_reader.py).
+    "list_deployment_for_all_namespaces": "V1DeploymentList",
+    "list_stateful_set_for_all_namespaces": "V1StatefulSetList",
 }
 
 

@@ -13,6 +13,7 @@ from gpushare.verify.report import (
     Finding,
     K8sObject,
 )
+from gpushare.verify.workload_capacity import owner_of
 
 _INSUFFICIENT_GPU = "Insufficient nvidia.com/"
 _REVISION = "deployment.kubernetes.io/revision"
@@ -58,11 +59,13 @@ def _pending_findings(
 ) -> Iterator[Finding]:
     for pod, reason in pending:
         waited = _since(snapshot, _dig(pod, "metadata", "creationTimestamp")) or "an unknown time"
+        owner = owner_of(pod, snapshot)
+        of = f"; it belongs to {owner}" if owner else ""
         yield Finding(
             GPU_PENDING_PODS,
             "error",
             _pod_ref(pod),
-            f"Pending for {waited}: {reason.strip()} — add slots (a pool's nodes or replicas) or free them",
+            f"Pending for {waited}: {reason.strip()}{of} — add slots (a pool's nodes or replicas) or free them",
         )
 
 
