@@ -96,7 +96,8 @@ def _isolation(value: str) -> int | str:
 
 
 def _level(args: argparse.Namespace) -> Isolation:
-    return args.isolation if isinstance(args.isolation, str) else "none"
+    level = args.isolation if isinstance(args.isolation, str) else "none"
+    return next(known for known in ISOLATION_LEVELS if known == level)  # `_isolation` let only these through
 
 
 def _across_modes(args: argparse.Namespace) -> bool:
