@@ -130,11 +130,12 @@ def brute_slots(memory: int, measured: int) -> int:
     return slots
 
 
-def brute_options(
-    gpu: GpuModel, measured: int
-) -> set[tuple[str, int, int, int, tuple[tuple[str, int], ...]]]:
+BruteOption = tuple[str, int, int, int, tuple[tuple[str, int], ...]]
+
+
+def brute_options(gpu: GpuModel, measured: int) -> set[BruteOption]:
     """(mode, slots, isolation level, domains, MIG layout) of every option, from the definitions."""
-    found = set()
+    found: set[BruteOption] = set()
     whole = brute_slots(gpu.memory_mib, measured)
     if whole >= 2:
         found.add(("time-slicing", whole, 0, 1, ()))
