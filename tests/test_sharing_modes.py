@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import io
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -344,3 +345,35 @@ def test_a_provider_wired_into_the_hook_joins_the_front(monkeypatch: pytest.Monk
     monkeypatch.setattr(sharing_modes, "MODE_PROVIDERS", providers)
     assert front_of("L20", 4621) == [("qgpu", 10, "kernel", 1, "stand-in")]
     assert [o.mode for o in compare_modes(gpu, 4621, plugin_mode="helm").pareto] == ["mps"]
+
+
+# --- --fleet: a service that asks for MPS ------------------------------------------------------------------
+
+
+def test_a_fleet_service_may_ask_for_mps(tmp_path: Path) -> None:
+    """nlp, 20 replicas of 4621 MiB: H20 MPS 19 a GPU -> ceil(20/19) = 2 GPUs (L20: ceil(20/8) = 3, T4:
+    ceil(20/3) = 7). small, 6 of 4401 MiB: L20 floor(0.9 x 46068 / 4401) = floor(9.42) = 9 clients of
+    46068 // 9 = 5118 MiB (0.9 x 5118 = 4606.2 >= 4401) -> 1 GPU, 46068 - 6 x 4401 = 19662 MiB unused; an
+    H20 is 1 GPU too but leaves 97871 - 26406 = 71465 MiB."""
+    path = tmp_path / "fleet.yaml"
+    path.write_text(
+        "services:\n"
+        "  - {name: nlp, measuredMiB: 4621, replicas: 20, isolation: mps}\n"
+        "  - {name: small, measuredMiB: 4401, replicas: 6, isolation: mps}\n"
+        "candidates: [L20, T4, H20]\n"
+    )
+    code, text = run(["advise", "--fleet", str(path), "--json"])
+    assert code == 0
+    plan = json.loads(text)
+    assert [
+        (s["service"], s["gpu"], s["gpus"], s["option"]["mode"], s["option"]["slots"], s["wastedMiB"])
+        for s in plan["services"]
+    ] == [("nlp", "H20", 2, "mps", 19, 2 * 97871 - 20 * 4621), ("small", "L20", 1, "mps", 9, 19662)]
+    pools = yaml.safe_load("config:\n" + plan["stackSnippet"])["config"]["gpushare:pools"]
+    assert [p["sharing"]["mode"] for p in pools] == ["mps", "mps"]
+    # A T4-only fleet cannot serve 4621 MiB with MPS at more than floor(0.9 x 15360 / 4621) = 2 a GPU.
+    path.write_text(
+        "services:\n  - {name: nlp, measuredMiB: 4621, replicas: 4, isolation: mps}\ncandidates: [T4]\n"
+    )
+    code, text = run(["advise", "--fleet", str(path), "--json"])
+    assert (code, json.loads(text)["services"][0]["gpus"]) == (0, 2)
