@@ -262,7 +262,9 @@ def expected_cluster(stack: StackConfig, plan: SharingPlan | None = None) -> Clu
 
 def mps_control_daemon(stack: StackConfig) -> ObjectRef | None:
     """The MPS control daemon's DaemonSet, for a stack with an MPS pool: `<release>-mps-control-daemon`
-    from the chart, `nvidia-device-plugin-mps-control-daemon` from the GPU Operator (`gpushare.mps`)."""
+    from the chart (0.17.1 `templates/daemonset-mps-control-daemon.yml`), `nvidia-device-plugin-mps-control-daemon`
+    from the GPU Operator (its `assets/state-mps-control-daemon/0400_daemonset.yaml`, read at the operator's
+    HEAD, not at v26.7.0: nodeSelector `nvidia.com/mps.capable=true` and `nvidia.com/gpu.deploy.device-plugin=true`)."""
     if not any(isinstance(pool.sharing, Mps) for pool in stack.pools):
         return None
     plugin = stack.plugin
