@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from conftest import PROJECT_DIR
 from test_verify import checks, find, kubeconfig, rendered, server, verify
 
@@ -33,7 +34,7 @@ from fake_cluster.objects import (
 from gpushare import catalog
 from gpushare.plan import build_plan
 from gpushare.stack.loading import load_stack_file
-from gpushare.verify.expectations import expected_cluster
+from gpushare.verify.expectations import ObjectRef, expected_cluster
 from gpushare.verify.mps_checks import client_budget_finding
 
 __all__ = ["kubeconfig", "server"]  # fixtures used by name below
@@ -230,3 +231,31 @@ def test_memory_budget_reads_the_client_limit_on_the_live_cluster(
         "MiB): the headroom the tuning promised is gone, and at 5758 MiB the client's allocations fail "
         "(`gpushare measure`, then `pulumi preview`)",
     )
+
+
+def test_the_operators_control_daemon_is_read_in_its_namespace(tmp_path: Path) -> None:
+    """staging (the GPU Operator) with its L20 pool in mode mps: the operator's DaemonSet
+    nvidia-device-plugin-mps-control-daemon (its assets/state-mps-control-daemon), in gpu-operator, read with
+    the plugin's; GFD runs there, so a missing strategy label is a warning."""
+    document = yaml.safe_load((PROJECT_DIR / "Pulumi.staging.yaml").read_text())
+    l20 = next(p for p in document["config"]["gpushare:pools"] if p["name"] == "l20")
+    l20["sharing"]["mode"] = "mps"
+    path = tmp_path / "Pulumi.staging.yaml"
+    path.write_text(yaml.safe_dump(document))
+    stack = load_stack_file(path)
+    expected = expected_cluster(stack, build_plan(stack))
+    daemon = ObjectRef("DaemonSet", "gpu-operator", MPS_DAEMON)
+    assert (expected.mps_daemon, expected.gfd_runs) == (daemon, True)
+    assert daemon in expected.daemonsets
+    pool = expected.pool("l20")
+    assert pool is not None and pool.node_labels["nvidia.com/mps.capable"] == "true"
+    # Dev's chart: the release's DaemonSet name, in the plugin's namespace; no GFD (gfdEnabled false).
+    dev = load_stack_file(PROJECT_DIR / "Pulumi.dev.yaml")
+    dev_expected = expected_cluster(dev, build_plan(dev))
+    assert (dev_expected.mps_daemon, dev_expected.gfd_runs) == (
+        ObjectRef("DaemonSet", "nvidia-device-plugin", MPS_DAEMON),
+        False,
+    )
+    # prod has no MPS pool: nothing more is read.
+    prod = load_stack_file(PROJECT_DIR / "Pulumi.prod.yaml")
+    assert expected_cluster(prod, build_plan(prod)).mps_daemon is None
