@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import copy
 import json
+from datetime import date
+from typing import Any
 
 import pytest
 from test_policies import Program, Res, _isolated_environment, messages_of, program
@@ -157,3 +159,16 @@ def test_an_mps_client_limit_below_the_measured_peak_is_refused(dev: Program) ->
             "the ceiling's headroom (1707 MiB at 0.9): a client would hit the limit."
         ]
     }
+
+
+def test_an_mps_pools_measurement_is_held_to_the_same_age(dev: Program, fixed_today: Any) -> None:
+    """time-slicing-measurement-fresh (advisory) reads MPS keys too: 2025-06-01 to 2026-12-04 is 551 days,
+    above the pack's default 180. The pool with a fresh date is not advised."""
+    fixed_today(date(2026, 12, 4))
+    found = messages_of("time-slicing-measurement-fresh", dev.resources)
+    assert (
+        f"{DEV_L20}: measured 2025-06-01 (annotation gpushare.io/tuning-l20), 551 days ago, older than 180 days. "
+        "Re-measure the largest process; the workload may have grown." in found
+    )
+    fixed_today(date(2025, 6, 2))
+    assert messages_of("time-slicing-measurement-fresh", dev.resources) == []

@@ -28,12 +28,11 @@ from gpushare.device_plugin import DevicePluginConfigError
 from gpushare.errors import GpushareError
 from gpushare.plan import FALLBACK_KEY
 from gpushare.stack.model import Mig
-from gpushare.yaml_bounds import safe_load_bounded
 from gpushare_policies.config_files import (
     NEWEST_PLUGIN_VERSION,
-    YAML_FAILURES,
     ConfigSource,
     SharedEntry,
+    asks_for_mps,
     read_plugin_config,
 )
 from gpushare_policies.reporting import report_once
@@ -41,24 +40,6 @@ from gpushare_policies.settings import TUNING_CONFIG_SCHEMA, configured_ceiling,
 from gpushare_policies.stack_view import StackView, view_of
 from gpushare_policies.tuning_rules import basis_for, tuned_maximum
 from gpushare_policies.workloads import HelmPlugin, NodePoolView, Workload
-
-
-def _key(document: object, name: str) -> object:
-    """A plain-struct key as the plugin matches it: exact, else case-insensitive."""
-    if not isinstance(document, dict):
-        return None
-    if name in document:
-        return document[name]
-    return next((v for k, v in document.items() if str(k).lower() == name.lower()), None)
-
-
-def asks_for_mps(content: str) -> bool:
-    """The file holds `sharing.mps` (whatever the plugin reading it makes of it: 0.14.5 ignores it)."""
-    try:
-        document = safe_load_bounded(content)
-    except YAML_FAILURES:
-        return False
-    return isinstance(_key(_key(document, "sharing"), "mps"), dict)
 
 
 @dataclass(frozen=True)
