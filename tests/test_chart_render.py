@@ -45,7 +45,8 @@ HELM_STACK = next((stack for stack in STACKS if device_plugin_mode(stack) == "he
 # The stack on the GPU Operator (staging, once the gpu-operator mode lands).
 OPERATOR_STACK = next((stack for stack in STACKS if device_plugin_mode(stack) == "gpu-operator"), None)
 # Its config keys, from its stack file: one per time-sliced pool, and the fallback.
-HELM_STACK_KEYS = {"staging": ["any", "h20", "l20"], "dev": ["any", "t4"]}
+# dev: t4 time-sliced and, since issue 37, l20 shared with MPS.
+HELM_STACK_KEYS = {"staging": ["any", "h20", "l20"], "dev": ["any", "l20", "t4"]}
 
 
 def helm_release_resource(

@@ -184,7 +184,7 @@ def test_a_service_without_a_date_gets_the_fill_in_comment(tmp_path: Path) -> No
         (
             "{name: a, measuredMiB: 4621, replicas: 1, isolation: yes}",
             "services[0].isolation",
-            "'mig' or 'shared'",
+            "'mig', 'mps' or 'shared'",  # mps: a service served by an MPS pool (#37)
         ),
         ("{name: '', measuredMiB: 4621, replicas: 1}", "services[0].name", "at least 1 character"),
         ("{name: a, measuredMiB: 4621, replicas: 1, extra: 1}", "services[0].extra", "unknown key"),

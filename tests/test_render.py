@@ -239,12 +239,21 @@ def test_helm_values_and_mig_pre_start_script(helm_mig_render: RenderResult) -> 
     assert "preStartUserScript" not in load(rendered, "tke/gpushare-l20.yaml")["nodeConfig"]
 
 
-def test_dev_renders_the_device_plugin_chart_for_t4_only(rendered: dict[str, RenderResult]) -> None:
+def test_dev_renders_the_device_plugin_chart_for_t4_and_the_mps_l20(
+    rendered: dict[str, RenderResult],
+) -> None:
     values = load(rendered["dev"], HELM_VALUES)
-    assert sorted(values["config"]["map"]) == ["any", "t4"]
+    assert sorted(values["config"]["map"]) == ["any", "l20", "t4"]
     t4 = yaml.safe_load(values["config"]["map"]["t4"])
     assert t4["sharing"]["timeSlicing"]["resources"] == [{"name": "nvidia.com/gpu", "replicas": 3}]
-    assert [f for f in rendered["dev"].files if f.startswith("tke/")] == ["tke/gpushare-t4.yaml"]
+    # The L20 MPS pool (issue 37): floor(0.9 x 46068 / 4621) = 8 clients, and the chart's MPS root.
+    l20 = yaml.safe_load(values["config"]["map"]["l20"])
+    assert l20["sharing"]["mps"]["resources"] == [{"name": "nvidia.com/gpu", "replicas": 8}]
+    assert values["mps"] == {"root": "/run/nvidia/mps"}
+    assert [f for f in rendered["dev"].files if f.startswith("tke/")] == [
+        "tke/gpushare-l20.yaml",
+        "tke/gpushare-t4.yaml",
+    ]
 
 
 def test_staging_writes_the_operator_values_and_the_config_maps_they_name(
@@ -609,6 +618,7 @@ def test_render_of_a_stack_whose_objects_are_all_the_charts_counts_its_values_fi
     assert code == 0
     first = capsys.readouterr().out.split("\n")[0]
     assert first == (
-        f"Rendered stack dev into {out}: 8 resources, 11 files; no Kubernetes objects of its own (its Helm "
+        # 10 resources and 12 files since dev's L20 MPS pool (issue 37): its GpuNodePool, NodePool, tke/ file.
+        f"Rendered stack dev into {out}: 10 resources, 12 files; no Kubernetes objects of its own (its Helm "
         "releases' are below), 1 Helm values file"
     )

@@ -51,9 +51,13 @@ def test_staging_stack_is_the_gpu_operator_environment(project_dir: Path) -> Non
     assert stack.plugin.node_feature_discovery  # the operator brings NFD
 
 
-def test_dev_stack_is_a_t4_on_the_helm_chart(project_dir: Path) -> None:
+def test_dev_stack_is_a_t4_and_an_mps_l20_on_the_helm_chart(project_dir: Path) -> None:
     stack = load_stack_file(project_dir / "Pulumi.dev.yaml")
-    assert [(p.name, p.gpu) for p in stack.pools] == [("t4", "T4")]
+    # The L20 MPS pool (issue 37) puts an MPS pool under CI's render, check and scan.
+    assert [(p.name, p.gpu, p.sharing.mode) for p in stack.pools] == [
+        ("t4", "T4", "time-slicing"),
+        ("l20", "L20", "mps"),
+    ]
     assert (stack.plugin.mode, stack.plugin.plugin_version) == ("helm", "0.17.1")
 
 

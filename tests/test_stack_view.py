@@ -88,16 +88,20 @@ def test_the_same_daemon_set_from_a_release_the_stack_does_not_hold_is_a_second_
         name=other_name,
         urn=f"{daemon_set.urn.rpartition('::')[0]}::{other_name}",
     )
-    pool = next(r for r in checked if r.name == "gpushare-t4-pool")
-    assert _one_plugin_per_node([r if r is not daemon_set else other for r in checked]) == [
-        (
-            "node pool t4: 2 device plugins would run on each of its nodes: DaemonSet "
-            "nvidia-device-plugin/nvidia-device-plugin (nodeSelector any node + required node affinity); Helm "
-            "release nvidia-device-plugin/nvidia-device-plugin (chart nvidia-device-plugin 0.17.1) (nodeSelector "
-            "any node + required node affinity). They register the same resources with the kubelet and fight "
-            "over them; opt the pools out of TKE's plugin (managedPlugin.action optOut labels them "
-            "nvidia-device-enable=disable), park it, or narrow the nodeSelectors so that one plugin serves each "
-            "pool.",
-            pool.urn,
+    # Both of dev's pools (t4, and since issue 37 the MPS l20) host the chart's plugin.
+    expected = []
+    for name in ("t4", "l20"):
+        pool = next(r for r in checked if r.name == f"gpushare-{name}-pool")
+        expected.append(
+            (
+                f"node pool {name}: 2 device plugins would run on each of its nodes: DaemonSet "
+                "nvidia-device-plugin/nvidia-device-plugin (nodeSelector any node + required node affinity); Helm "
+                "release nvidia-device-plugin/nvidia-device-plugin (chart nvidia-device-plugin 0.17.1) (nodeSelector "
+                "any node + required node affinity). They register the same resources with the kubelet and fight "
+                "over them; opt the pools out of TKE's plugin (managedPlugin.action optOut labels them "
+                "nvidia-device-enable=disable), park it, or narrow the nodeSelectors so that one plugin serves each "
+                "pool.",
+                pool.urn,
+            )
         )
-    ]
+    assert _one_plugin_per_node([r if r is not daemon_set else other for r in checked]) == expected

@@ -3,7 +3,7 @@
 Input, a small YAML file:
 
     services:
-      - {name: nlp, measuredMiB: 4621, replicas: 20, isolation: mig}   # isolation: mig | shared, optional
+      - {name: nlp, measuredMiB: 4621, replicas: 20, isolation: mig}   # isolation: mig | mps | shared, optional
     candidates:                        # catalog GPU models or instance types, or an uncatalogued type
       - PNV5b.8XLARGE96
       - H20
@@ -11,8 +11,10 @@ Input, a small YAML file:
     ceiling: 0.9                       # optional, the tuning rule's ceiling
 
 Services are not mixed on one GPU: a time-sliced GPU's replicas are sized for its largest process, so
-each service gets its own pool. `isolation: mig` takes MIG layouts only, `shared` whole GPUs only
-(time-sliced, or exclusive when the process is too big to share); without it every option counts.
+each service gets its own pool. `isolation: mig` takes MIG layouts only, `mps` whole GPUs shared with MPS
+only (each client held to memory / replicas; the stack must run NVIDIA's plugin 0.17.1+, helm or
+gpu-operator mode), `shared` whole GPUs time-sliced (or exclusive when the process is too big to share);
+without it every option but MPS counts (MPS gives the same slots as time-slicing, so it changes no count).
 A pool is bought in whole nodes. Choice: fewest GPUs, then least memory left unused
 (GPUs x GPU memory - replicas x measured), then, for `isolation: mig`, more MIG instances per GPU, then
 the candidates' order and the order of `layout_options` (more slots per GPU first).
@@ -34,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from gpushare import catalog
 from gpushare.advise.layout_options import LayoutOption, advise
 from gpushare.advise.pool_snippet import PoolSnippet
+from gpushare.advise.sharing_modes import mps_layout
 from gpushare.catalog import GpuModel
 from gpushare.errors import ConfigError, GpushareError, UnreadableConfigError
 from gpushare.input_files import InputFileError, read_text
@@ -63,7 +66,7 @@ class Service(Measurement):
 
     name: str = Field(min_length=1)
     replicas: int = Field(gt=0)
-    isolation: Literal["mig", "shared"] | None = None
+    isolation: Literal["mig", "mps", "shared"] | None = None
 
 
 class Candidate(_Model):
@@ -317,6 +320,8 @@ class ServicePlan:
 def _allowed(option: LayoutOption, isolation: str | None) -> bool:
     if isolation == "mig":
         return option.mode == "mig"
+    if isolation == "mps":
+        return option.mode == "mps"
     if isolation == "shared":
         return option.mode != "mig"
     return True
@@ -329,7 +334,11 @@ def plan_service(service: Service, candidates: tuple[Candidate, ...], ceiling: f
             report = advise(candidate.model, service.measured_mib, ceiling)
         except GpushareError:
             continue  # the process does not fit this GPU
-        for option_index, option in enumerate(report.options):
+        options = list(report.options)
+        if service.isolation == "mps":
+            found = mps_layout(candidate.model, service.measured_mib, ceiling)
+            options += [found] if found is not None else []
+        for option_index, option in enumerate(options):
             if not _allowed(option, service.isolation):
                 continue
             gpus = math.ceil(service.replicas / option.slots)
@@ -340,7 +349,9 @@ def plan_service(service: Service, candidates: tuple[Candidate, ...], ceiling: f
             if best is None or key < best[0]:
                 best = (key, plan)
     if best is None:
-        wanted = {"mig": " with MIG", "shared": " without MIG"}.get(service.isolation or "", "")
+        wanted = {"mig": " with MIG", "mps": " with MPS", "shared": " without MIG"}.get(
+            service.isolation or "", ""
+        )
         raise GpushareError(
             f"{service.measured_mib} MiB fits no candidate GPU{wanted} "
             f"({', '.join(c.describe() for c in candidates)})"

@@ -24,7 +24,8 @@ from gpushare.errors import GpushareError
 from gpushare.mig.geometry import MigLayoutError, fit_layout
 from gpushare.tuning import DEFAULT_CEILING, Tuning, check_ceiling, check_measured, tune
 
-OptionMode = Literal["time-slicing", "exclusive", "mig"]
+# `mps` options are made by `sharing_modes.mps_layout` only; `advise` lists the other three.
+OptionMode = Literal["time-slicing", "exclusive", "mig", "mps"]
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,8 @@ class LayoutOption:
             return " + ".join(f"{s.count}x {s.profile.name}" for s in self.shares)
         if self.mode == "time-slicing":
             return f"whole GPU, time-sliced x{self.replicas}"
+        if self.mode == "mps":
+            return f"whole GPU, MPS x{self.replicas}"
         return "whole GPU, exclusive"
 
     def layout_name(self) -> str:

@@ -57,8 +57,8 @@ class PoolSnippet:
         if self.measured_at:
             measurement["measuredAt"] = self.measured_at
         measurement["source"] = self.source or SOURCE_PLACEHOLDER
-        if option.mode == "time-slicing":
-            pool["sharing"] = {"mode": "time-slicing", **measurement}
+        if option.mode in ("time-slicing", "mps"):
+            pool["sharing"] = {"mode": option.mode, **measurement}
         elif option.mode == "exclusive":
             pool["sharing"] = {"mode": "exclusive"}
         else:
@@ -127,6 +127,12 @@ def render_pools(snippets: Sequence[PoolSnippet]) -> str:
             indent = "          "
         elif option.mode == "time-slicing":
             lines.append(f"        # {option.slots} slots per GPU (gpushare advise)")
+        elif option.mode == "mps":
+            limit = option.gpu.memory_mib // option.replicas
+            lines.append(
+                f"        # {option.slots} MPS clients per GPU, each limited to {option.gpu.memory_mib} // "
+                f"{option.replicas} = {limit} MiB (gpushare advise)"
+            )
         if option.mode != "exclusive":
             lines.append(f"{indent}measuredMiB: {measurement['measuredMiB']}")
             if "measuredAt" in measurement:

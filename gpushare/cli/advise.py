@@ -15,6 +15,15 @@ from gpushare import catalog
 from gpushare.advise.fleet import ServicePlan, load_fleet, plan_fleet
 from gpushare.advise.layout_options import AdviceReport, LayoutOption, advise
 from gpushare.advise.pool_snippet import PoolSnippet, render_pools
+from gpushare.advise.sharing_modes import (
+    ISOLATION_LEVELS,
+    MODE_PROVIDERS,
+    PLUGIN_MODES,
+    Isolation,
+    ModeOption,
+    ModesReport,
+    compare_modes,
+)
 from gpushare.cli.arguments import add_command, gpu_model, positive_mib, utilization_ceiling
 from gpushare.errors import GpushareError
 from gpushare.tuning import DEFAULT_CEILING
@@ -50,15 +59,50 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--isolation",
-        type=int,
-        metavar="N",
-        help="with --stack-snippet: recommend for N isolation domains (default: the most slots)",
+        type=_isolation,
+        metavar="LEVEL|N",
+        help=f"a level ({' < '.join(ISOLATION_LEVELS)}): only the sharing modes with at least that isolation; "
+        "or a number N, with --stack-snippet: the best MIG/time-slicing layout with N isolation domains",
+    )
+    p.add_argument(
+        "--plugin-mode",
+        choices=PLUGIN_MODES,
+        help="only the sharing modes this devicePlugin.mode runs (daemonsets: no MPS); with --stack-snippet, "
+        "the best of them",
+    )
+    p.add_argument(
+        "--mode",
+        choices=[name for name, _ in MODE_PROVIDERS],
+        help="with --stack-snippet: the best option of this sharing mode",
     )
     p.add_argument("--pool-name", help="with --stack-snippet: the pool's name (default: the GPU model)")
     p.add_argument("--instance-type", help="with --stack-snippet: the Tencent instance type")
     p.add_argument("--gpus-per-node", type=int, default=1, help="with --stack-snippet: GPUs per node (1)")
     p.add_argument("--fleet", metavar="FILE", help="a YAML file of services and candidate GPUs: plan a fleet")
     p.set_defaults(run=cmd_advise, advise_parser=p)
+
+
+def _isolation(value: str) -> int | str:
+    """`--isolation`: a level name, or a whole number of isolation domains (the layout table's)."""
+    if value in ISOLATION_LEVELS:
+        return value
+    try:
+        return int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is neither an isolation level ({', '.join(ISOLATION_LEVELS)}) nor a number of "
+            "isolation domains"
+        ) from None
+
+
+def _level(args: argparse.Namespace) -> Isolation:
+    level = args.isolation if isinstance(args.isolation, str) else "none"
+    return next(known for known in ISOLATION_LEVELS if known == level)  # `_isolation` let only these through
+
+
+def _across_modes(args: argparse.Namespace) -> bool:
+    """The new flags (a level, a plugin mode, a sharing mode) ask for the modes, not the layouts alone."""
+    return isinstance(args.isolation, str) or args.plugin_mode is not None or args.mode is not None
 
 
 def cmd_advise(args: argparse.Namespace, out: TextIO) -> int:
@@ -72,10 +116,13 @@ def cmd_advise(args: argparse.Namespace, out: TextIO) -> int:
         return _fleet(args, out)
     if not args.gpu or args.measured_mib is None:
         _usage(args, "give --gpu and --measured-mib (or --fleet FILE)")
+    if isinstance(args.isolation, int) and _across_modes(args):
+        _usage(args, "--isolation N (MIG isolation domains) does not go with --plugin-mode or --mode")
     snippet_only = [
         flag
         for flag, value in (
-            ("--isolation", args.isolation),
+            ("--isolation", args.isolation if isinstance(args.isolation, int) else None),
+            ("--mode", args.mode),
             ("--pool-name", args.pool_name),
             ("--instance-type", args.instance_type),
         )
@@ -83,14 +130,20 @@ def cmd_advise(args: argparse.Namespace, out: TextIO) -> int:
     ]
     if snippet_only and not args.stack_snippet:
         _usage(args, f"{', '.join(snippet_only)} only apply with --stack-snippet")
-    report = advise(catalog.gpu(args.gpu), args.measured_mib, _ceiling(args))
+    gpu = catalog.gpu(args.gpu)
+    report = advise(gpu, args.measured_mib, _ceiling(args))
+    modes = compare_modes(
+        gpu, args.measured_mib, _ceiling(args), plugin_mode=args.plugin_mode, at_least=_level(args)
+    )
     if args.stack_snippet:
-        out.write(_snippet(report, args))
+        out.write(_mode_snippet(modes, args) if _across_modes(args) else _snippet(report, args))
     elif args.json:
-        json.dump(report.as_json(), out, indent=2)
+        json.dump({**report.as_json(), "modes": modes.as_json()}, out, indent=2)
         out.write("\n")
+    elif _across_modes(args):
+        out.write(modes_table(modes))
     else:
-        out.write(advice_table(report))
+        out.write(advice_table(report) + "\n" + modes_table(modes))
     return 0
 
 
@@ -108,6 +161,7 @@ def _snippet(report: AdviceReport, args: argparse.Namespace) -> str:
     if args.isolation is None:
         option = report.options[0]
     else:
+        assert isinstance(args.isolation, int)  # a level goes to _mode_snippet
         found = report.recommended(args.isolation)
         if found is None:
             levels = ", ".join(str(level) for level in report.recommendations())
@@ -116,22 +170,48 @@ def _snippet(report: AdviceReport, args: argparse.Namespace) -> str:
                 f"isolation domains for {report.measured_mib} MiB (levels: {levels})"
             )
         option = found
+    return _pool_snippet(report.gpu, report.measured_mib, report.ceiling, option, args)
+
+
+def _mode_snippet(modes: ModesReport, args: argparse.Namespace) -> str:
+    """The pool of the best option among the modes asked for (`--mode`, `--plugin-mode`, `--isolation LEVEL`)."""
+    wanted = [o for o in modes.options if args.mode is None or o.mode == args.mode]
+    chosen = next((o for o in wanted if o.layout is not None), None)
+    if chosen is None or chosen.layout is None:
+        asked = ", ".join(
+            f"{flag} {value}"
+            for flag, value in (
+                ("--mode", args.mode),
+                ("--plugin-mode", args.plugin_mode),
+                ("--isolation", args.isolation),
+            )
+            if value is not None
+        )
+        why = "; ".join(f"{name}: {reason}" for name, reason in modes.unavailable)
+        raise GpushareError(
+            f"{asked}: no pool of {modes.gpu.key} for {modes.measured_mib} MiB that gpushare can write ({why})"
+        )
+    return _pool_snippet(modes.gpu, modes.measured_mib, modes.ceiling, chosen.layout, args)
+
+
+def _pool_snippet(
+    gpu: catalog.GpuModel, measured_mib: int, ceiling: float, option: LayoutOption, args: argparse.Namespace
+) -> str:
     if args.gpus_per_node <= 0:
         _usage(args, f"--gpus-per-node must be > 0, got {args.gpus_per_node}")
     instance_type = args.instance_type
     if instance_type is None:
-        known = sorted(t.name for t in catalog.INSTANCE_TYPES.values() if t.gpu == report.gpu.key)
+        known = sorted(t.name for t in catalog.INSTANCE_TYPES.values() if t.gpu == gpu.key)
         instance_type = known[0] if known else None
     snippet = PoolSnippet(
-        name=args.pool_name or report.gpu.key.lower(),
+        name=args.pool_name or gpu.key.lower(),
         option=option,
         instance_type=instance_type,
         gpus_per_node=args.gpus_per_node,
         nodes=1,
     )
-    return (
-        f"# {report.gpu.key}, {report.measured_mib} MiB, ceiling {report.ceiling:g}: {option.describe()}\n"
-        + (render_pools([snippet]))
+    return f"# {gpu.key}, {measured_mib} MiB, ceiling {ceiling:g}: {option.describe()}\n" + (
+        render_pools([snippet])
     )
 
 
@@ -195,6 +275,59 @@ def advice_table(report: AdviceReport) -> str:
         "",
         "Slots: floor(ceiling x memory / measured) per GPU or MIG instance (1 when that is < 2). "
         "--json lists every option; --stack-snippet [--isolation N] prints the pool entry.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+# --- across sharing modes ---------------------------------------------------------------------------------
+
+
+def _isolation_cell(option: ModeOption) -> str:
+    return f"{option.isolation} x{option.isolation_domains}" if option.mode == "mig" else option.isolation
+
+
+def _mode_row(option: ModeOption) -> list[str]:
+    limit = option.memory_limit_mib
+    return [
+        str(option.slots),
+        _isolation_cell(option),
+        option.mode,
+        option.description,
+        "-" if limit is None else f"{limit} MiB/{'instance' if option.mode == 'mig' else 'client'}",
+        ", ".join(option.plugin_modes),
+    ]
+
+
+_MODE_HEADER = ["slots", "isolation", "mode", "option", "memory limit", "devicePlugin.mode"]
+
+
+def modes_table(modes: ModesReport) -> str:
+    """Each mode's best option, the Pareto front across modes, what each mode needs, what isolation means."""
+    where = "any devicePlugin.mode" if modes.plugin_mode is None else f"devicePlugin.mode {modes.plugin_mode}"
+    floor = "" if modes.at_least == "none" else f", isolation at least {modes.at_least}"
+    lines = [
+        f"Across sharing modes ({modes.gpu.key}, largest process {modes.measured_mib} MiB, ceiling "
+        f"{modes.ceiling:g}; {where}{floor}):",
+    ]
+    if modes.options:
+        lines += ["", "Best option of each mode:"]
+        rows = [_mode_row(o) for o in modes.best_per_mode()]
+        lines += ["  " + row for row in _table(_MODE_HEADER, rows, left={1, 2, 3, 5})]
+        lines += ["", "Pareto front (no other option has as many slots and as much isolation):"]
+        rows = [_mode_row(o) for o in modes.pareto]
+        lines += ["  " + row for row in _table(_MODE_HEADER, rows, left={1, 2, 3, 5})]
+        lines += ["", "Requires:"]
+        for option in modes.best_per_mode():
+            lines.append(f"  {option.mode}: {'; '.join(option.requires)}")
+    else:
+        lines += ["", "No option."]
+    if modes.unavailable:
+        lines += ["", "Not offered: " + "; ".join(f"{name} ({reason})" for name, reason in modes.unavailable)]
+    lines += [
+        "",
+        f"Isolation, weakest first: {' < '.join(ISOLATION_LEVELS)}; among MIG layouts, more instances isolate "
+        "more. --isolation LEVEL keeps the modes with at least LEVEL; --stack-snippet with --isolation LEVEL, "
+        "--plugin-mode or --mode prints the best of them as a pool entry.",
     ]
     return "\n".join(lines) + "\n"
 

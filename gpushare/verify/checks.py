@@ -12,6 +12,7 @@ from collections.abc import Iterator, Mapping, Sequence
 
 from gpushare import kube_names
 from gpushare.verify.expectations import ClusterExpectation
+from gpushare.verify.mps_checks import mps_findings
 from gpushare.verify.node_checks import (
     _label_findings,
     _mig_findings,
@@ -80,6 +81,7 @@ def run_checks(
             findings.extend(_label_findings(pool, node))
             findings.extend(_slot_findings(pool, node))
             findings.extend(_mig_findings(pool, node))
+    findings.extend(mps_findings(expected, snapshot, by_pool))
     findings.extend(_config_map_findings(expected, snapshot))
     findings.extend(_workload_findings(expected, snapshot))
     findings.extend(_managed_findings(expected, snapshot))

@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from gpushare import gpu_operator, kube_names, plugin_pod
+from gpushare import gpu_operator, kube_names, mps, plugin_pod
 from gpushare.errors import GpushareError
 from gpushare.plan import FALLBACK_KEY, GPU_RESOURCE, PoolPlan, SharingPlan, build_plan
 from gpushare.plugin_configs import PluginConfigEntry, plugin_config_entries
-from gpushare.stack.model import Mig, StackConfig
+from gpushare.stack.model import Mig, Mps, StackConfig
 
 # The device-plugin chart as DevicePluginRelease installs it: release and chart are both
 # `nvidia-device-plugin`, so the chart's fullname is that too (`_helpers.tpl` fullname), its DaemonSet
@@ -111,6 +111,10 @@ class ClusterExpectation:
     managed: ManagedPluginExpectation
     fallback: str = "exclusive, one pod per GPU"
     """What the fallback key gives a node whose label names no key (the plan's own words)."""
+    mps_daemon: ObjectRef | None = None
+    """The MPS control daemon's DaemonSet, for stacks with an MPS pool (`mps_checks`)."""
+    gfd_runs: bool = False
+    """GFD labels the nodes (gpu-operator mode, or `gfdEnabled`)."""
 
     def pool(self, name: str) -> PoolExpectation | None:
         return next((p for p in self.pools if p.name == name), None)
@@ -121,7 +125,8 @@ class ClusterExpectation:
     @property
     def daemonsets(self) -> tuple[ObjectRef, ...]:
         """Every DaemonSet `verify` reads: the plugin workloads, then TKE's."""
-        return (*(w.daemonset for w in self.workloads), self.managed.daemonset)
+        mps_daemon = () if self.mps_daemon is None else (self.mps_daemon,)
+        return (*(w.daemonset for w in self.workloads), *mps_daemon, self.managed.daemonset)
 
 
 def per_node_resources(plan: PoolPlan) -> dict[str, int]:
@@ -152,6 +157,8 @@ def selected_node_labels(stack: StackConfig, plan: PoolPlan) -> dict[str, str]:
     labels[kube_names.LABEL_POOL] = pool.name
     if isinstance(pool.sharing, Mig):
         labels[kube_names.LABEL_MIG_CONFIG] = pool.sharing.config_name
+    if isinstance(pool.sharing, Mps):
+        labels[mps.LABEL_MPS_CAPABLE] = mps.MPS_CAPABLE_VALUE  # the MPS control daemon selects on it
     if stack.plugin.mode == "helm" and not stack.plugin.node_feature_discovery:
         labels[kube_names.LABEL_GPU_PRESENT] = "true"
     return labels
@@ -248,7 +255,23 @@ def expected_cluster(stack: StackConfig, plan: SharingPlan | None = None) -> Clu
             adopted=adopted,
         ),
         fallback=plan.fallback.describe(),
+        mps_daemon=mps_control_daemon(stack),
+        gfd_runs=stack.plugin.mode == "gpu-operator" or stack.plugin.gfd_enabled,
     )
+
+
+def mps_control_daemon(stack: StackConfig) -> ObjectRef | None:
+    """The MPS control daemon's DaemonSet, for a stack with an MPS pool: `<release>-mps-control-daemon`
+    from the chart (0.17.1 `templates/daemonset-mps-control-daemon.yml`), `nvidia-device-plugin-mps-control-daemon`
+    from the GPU Operator (its `assets/state-mps-control-daemon/0400_daemonset.yaml`, read at the operator's
+    HEAD, not at v26.7.0: nodeSelector `nvidia.com/mps.capable=true` and `nvidia.com/gpu.deploy.device-plugin=true`)."""
+    if not any(isinstance(pool.sharing, Mps) for pool in stack.pools):
+        return None
+    plugin = stack.plugin
+    if plugin.mode == "gpu-operator":
+        name = "nvidia-device-plugin" + mps.CONTROL_DAEMON_SUFFIX
+        return ObjectRef("DaemonSet", plugin.gpu_operator.namespace, name)
+    return ObjectRef("DaemonSet", plugin.namespace, HELM_RELEASE + mps.CONTROL_DAEMON_SUFFIX)
 
 
 __all__ = [

@@ -23,6 +23,7 @@ from gpushare.tuning import MIN_PLAUSIBLE_PROCESS_MIB, max_replicas
 from gpushare.verify.expectations import ClusterExpectation, PoolExpectation
 from gpushare.verify.memory_observation import MemoryObservation
 from gpushare.verify.memory_series import Readings, Unit
+from gpushare.verify.mps_checks import client_budget_finding
 from gpushare.verify.report import Finding
 
 MEMORY_BUDGET = "memory-budget"
@@ -133,6 +134,12 @@ def _resource_findings(
             f"{_what(shared)}s; the others are not checked and the memory per slot cannot be worked out",
         )
         return
+    if per_slot is not None and pool.plan.mps:
+        # MPS: each slot's budget is its client's memory limit (gpushare.verify.mps_checks).
+        client = client_budget_finding(pool, per_slot.mib, per_slot.how, per_slot.where, readings.exporter)
+        if client is not None:
+            yield client
+            return
     if over or per_slot is None or per_slot.mib <= measured:
         return
     yield Finding(

@@ -181,6 +181,15 @@ def _raw_view(content: str, error: DevicePluginConfigError) -> PluginConfigView:
     )
 
 
+def asks_for_mps(content: str) -> bool:
+    """The file holds `sharing.mps` (whatever the plugin reading it makes of it: 0.14.5 ignores it)."""
+    try:
+        document = safe_load_bounded(content)
+    except YAML_FAILURES:
+        return False
+    return isinstance(_key(_key(document, "sharing"), "mps"), dict)
+
+
 def provenance_of(annotations: Mapping[str, str], key: str) -> dict[str, Any] | None:
     """The `gpushare.io/tuning-<key>` JSON (gpushare/plugin_configs.py writes it), if readable."""
     raw = annotations.get(kube_names.tuning_annotation(key))

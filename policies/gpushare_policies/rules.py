@@ -13,6 +13,13 @@ from pulumi_policy import Policy
 from gpushare_policies.coverage_rules import COVERAGE_POLICIES, JUDGED_WITHOUT_STACK_CONFIG
 from gpushare_policies.credential_rules import CREDENTIAL_POLICIES, NO_PLAINTEXT_CLOUD_SECRETS
 from gpushare_policies.layout_rules import LAYOUT_POLICIES, MIG_LAYOUT_UNDERUSED
+from gpushare_policies.mps_rules import (
+    MPS_CONTROL_DAEMON_SCHEDULED,
+    MPS_NOT_WITH_MIG,
+    MPS_PLUGIN_SUPPORTED,
+    MPS_POLICIES,
+    MPS_REPLICAS_TUNED,
+)
 from gpushare_policies.operator_rules import MIG_CONFIG_EXISTS, OPERATOR_DRIVER_CONSISTENT, OPERATOR_POLICIES
 from gpushare_policies.placement_rules import (
     GPU_POOL_LABELS,
@@ -57,6 +64,7 @@ POLICIES: Final[tuple[Policy, ...]] = (
     *CREDENTIAL_POLICIES,
     *OPERATOR_POLICIES,
     *LAYOUT_POLICIES,
+    *MPS_POLICIES,
     *COVERAGE_POLICIES,
     *WORKLOAD_POLICIES,
 )
@@ -77,6 +85,10 @@ __all__ = [
     "MIG_LAYOUT_UNDERUSED",
     "MIG_ONLY_ON_MIG_CAPABLE_GPUS",
     "MIG_TIME_SLICING_NEEDS_MIXED",
+    "MPS_CONTROL_DAEMON_SCHEDULED",
+    "MPS_NOT_WITH_MIG",
+    "MPS_PLUGIN_SUPPORTED",
+    "MPS_REPLICAS_TUNED",
     "NO_PLAINTEXT_CLOUD_SECRETS",
     "ONE_DEVICE_PLUGIN_PER_NODE",
     "OPERATOR_DRIVER_CONSISTENT",

@@ -36,7 +36,13 @@ from gpushare.plan import FALLBACK_KEY, GPU_RESOURCE
 from gpushare.stack import fields as stack_fields
 from gpushare.stack.model import PROJECT, Mig
 from gpushare.tuning import MIN_SHARED_REPLICAS, max_replicas
-from gpushare_policies.config_files import ConfigSource, PluginConfigView, SharedEntry, read_plugin_config
+from gpushare_policies.config_files import (
+    ConfigSource,
+    PluginConfigView,
+    SharedEntry,
+    asks_for_mps,
+    read_plugin_config,
+)
 from gpushare_policies.props import integer, items, resource_of, text
 from gpushare_policies.settings import (
     MEASUREMENT_AGE_CONFIG_SCHEMA,
@@ -297,11 +303,11 @@ def _check_measurement_age(args: ResourceValidationArgs, report_violation: Repor
     # future is never in the future here either. Tests fix it by replacing that one function.
     today = stack_fields.latest_date_on_earth()
     for source, key, view in _shared_entries(args):
-        if not view.shared:
+        if not view.shared and not asks_for_mps(view.text):  # MPS clients rest on the measurement too
             continue
         basis = basis_for(source, key, stack)
         if isinstance(basis, str) or basis.measured_mib is None:
-            continue  # no measurement at all: time-slicing-replicas-tuned reports it
+            continue  # no measurement at all: time-slicing-replicas-tuned (mps-replicas-tuned) reports it
         if basis.measured_at is None:
             report_violation(
                 f"{source.where(key)}: the measurement ({basis.origin}) has no measuredAt, so its age is "
@@ -365,7 +371,7 @@ MIG_TIME_SLICING_NEEDS_MIXED: Final = ResourceValidationPolicy(
 )
 TIME_SLICING_MEASUREMENT_FRESH: Final = ResourceValidationPolicy(
     name="time-slicing-measurement-fresh",
-    description="The measurement a time-slicing entry rests on is recent (measuredAt within "
+    description="The measurement a time-slicing (or MPS) entry rests on is recent (measuredAt within "
     "maxMeasurementAgeDays).",
     validate=refusing_unknown_properties(
         MEASUREMENT_AGE_CONFIG_SCHEMA, _check_measurement_age, _holds_plugin_configs

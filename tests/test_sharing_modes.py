@@ -1,0 +1,379 @@
+"""`advise` across sharing modes (gpushare/advise/sharing_modes.py and the CLI's modes table).
+
+Expected slots are written down from the seed and arithmetic in the comments (ceiling 0.9):
+- L20 46068 MiB, 4621 MiB: time-slicing floor(0.9 x 46068 / 4621) = floor(8.97) = 8; MPS 8 clients of
+  46068 // 8 = 5758 MiB (0.9 x 5758 = 5182.2 >= 4621).
+- T4 15360 MiB, 4401 MiB: floor(0.9 x 15360 / 4401) = floor(3.14) = 3; MPS 3 of 15360 // 3 = 5120 MiB
+  (0.9 x 5120 = 4608 >= 4401).
+- H20 97871 MiB, 4621 MiB (the L20's process, as docs/mig-and-advise.md): floor(0.9 x 97871 / 4621) =
+  floor(19.06) = 19; MPS 19 of 97871 // 19 = 5151 MiB (0.9 x 5151 = 4635.9 >= 4621); MIG 7g.96gb
+  (91552 MiB, catalog) floor(0.9 x 91552 / 4621) = floor(17.83) = 17 in 1 instance; 6x 1g.12gb (11264 MiB:
+  floor(2.19) = 2 each) + 1x 1g.24gb (22528 MiB: floor(4.39) = 4) = 16 in 7 instances.
+The fronts are also cross-checked against a brute force written here from the definitions (integer
+arithmetic, placements tried slice by slice), not through the code under test.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from test_layout_options import brute_force_layouts
+
+from gpushare import catalog
+from gpushare.advise import sharing_modes
+from gpushare.advise.sharing_modes import ISOLATION_LEVELS, ModeOption, compare_modes
+from gpushare.catalog import GpuModel
+from gpushare.cli.main import main
+from gpushare.plan import build_plan
+from gpushare.stack.model import Pool, StackConfig
+
+
+def run(argv: list[str]) -> tuple[int, str]:
+    out = io.StringIO()
+    code = main(argv, out)
+    return code, out.getvalue()
+
+
+def section(text: str, title: str) -> list[list[str]]:
+    """The rows (split on two spaces or more) of the table under `title` in the modes section."""
+    lines = text.splitlines()
+    start = lines.index(title) + 2  # the title, then the header
+    rows = []
+    for line in lines[start:]:
+        if not line.strip():
+            break
+        rows.append([cell.strip() for cell in line.strip().split("  ") if cell.strip()])
+    return rows
+
+
+def front_of(gpu: str, measured: int, **kwargs: Any) -> list[tuple[str, int, str, int, str]]:
+    report = compare_modes(catalog.gpu(gpu), measured, **kwargs)
+    return [(o.mode, o.slots, o.isolation, o.isolation_domains, o.description) for o in report.pareto]
+
+
+# --- the seed's numbers -----------------------------------------------------------------------------------
+
+
+def test_l20_lists_time_slicing_and_mps_with_slots_and_isolation() -> None:
+    code, text = run(["advise", "--gpu", "L20", "--measured-mib", "4621"])
+    assert code == 0
+    assert section(text, "Best option of each mode:") == [
+        [
+            "8",
+            "memory",
+            "mps",
+            "whole GPU, MPS x8 (5758 MiB/client)",
+            "5758 MiB/client",
+            "helm, gpu-operator",
+        ],
+        ["8", "none", "time-slicing", "whole GPU, time-sliced x8", "-", "daemonsets, helm, gpu-operator"],
+    ]
+    # Same slots, more isolation: MPS alone is on the front.
+    assert section(text, "Pareto front (no other option has as many slots and as much isolation):") == [
+        [
+            "8",
+            "memory",
+            "mps",
+            "whole GPU, MPS x8 (5758 MiB/client)",
+            "5758 MiB/client",
+            "helm, gpu-operator",
+        ],
+    ]
+    assert "Not offered: mig (L20 has no MIG); qgpu (not sized by gpushare yet)" in text.splitlines()
+    # The layout table before it is unchanged: the existing output comes first.
+    assert text.startswith("L20 (46068 MiB), largest process 4621 MiB, ceiling 0.9: 2 options, no MIG\n")
+
+
+def test_t4_at_the_seed_measurement() -> None:
+    assert front_of("T4", 4401) == [("mps", 3, "memory", 1, "whole GPU, MPS x3 (5120 MiB/client)")]
+    best = compare_modes(catalog.gpu("T4"), 4401).best_per_mode()
+    assert [(o.mode, o.slots, o.memory_limit_mib) for o in best] == [
+        ("mps", 3, 5120),
+        ("time-slicing", 3, None),
+    ]
+
+
+def test_h20_adds_the_mig_layouts() -> None:
+    code, text = run(["advise", "--gpu", "H20", "--measured-mib", "4621"])
+    assert code == 0
+    best = section(text, "Best option of each mode:")
+    assert [row[:4] for row in best] == [
+        ["19", "memory", "mps", "whole GPU, MPS x19 (5151 MiB/client)"],
+        ["19", "none", "time-slicing", "whole GPU, time-sliced x19"],
+        ["17", "hardware x1", "mig", "1x 7g.96gb"],
+    ]
+    assert front_of("H20", 4621) == [
+        ("mps", 19, "memory", 1, "whole GPU, MPS x19 (5151 MiB/client)"),
+        ("mig", 17, "hardware", 1, "1x 7g.96gb"),
+        ("mig", 16, "hardware", 7, "6x 1g.12gb + 1x 1g.24gb"),
+        ("mig", 16, "hardware", 7, "5x 1g.12gb + 1x 1g.12gb+me + 1x 1g.24gb"),
+    ]
+    report = compare_modes(catalog.gpu("H20"), 4621)
+    assert sum(o.mode == "mig" for o in report.options) == 127  # every MIG layout advise lists
+
+
+# --- the front against a brute force ----------------------------------------------------------------------
+
+# ceiling 0.9 as 9/10: every comparison in integers.
+NUM, DEN = 9, 10
+
+
+def brute_slots(memory: int, measured: int) -> int:
+    """Copies of the process that fit `memory` at the ceiling, counted one by one (at most 110)."""
+    slots = 0
+    while slots < 110 and DEN * (slots + 1) * measured <= NUM * memory:
+        slots += 1
+    return slots
+
+
+BruteOption = tuple[str, int, int, int, tuple[tuple[str, int], ...]]
+
+
+def brute_options(gpu: GpuModel, measured: int) -> set[BruteOption]:
+    """(mode, slots, isolation level, domains, MIG layout) of every option, from the definitions."""
+    found: set[BruteOption] = set()
+    whole = brute_slots(gpu.memory_mib, measured)
+    if whole >= 2:
+        found.add(("time-slicing", whole, 0, 1, ()))
+    # MPS: the tuning rule's clients (what `plan` gives the pool), >= 2, on Volta or later, offered only
+    # when each client's limit memory // clients holds measured / ceiling (else the stack is refused).
+    volta = tuple(int(part) for part in gpu.compute_capability.split(".")) >= (7, 0)
+    if whole >= 2 and volta and NUM * (gpu.memory_mib // whole) >= DEN * measured:
+        found.add(("mps", whole, 1, 1, ()))
+    profiles = {p.name: p for p in gpu.mig_profiles}
+    for layout in brute_force_layouts(gpu) if gpu.mig_capable else set():
+        slots = 0
+        for name, count in layout:
+            memory = profiles[name].memory_mib
+            if measured > memory:
+                break
+            per = brute_slots(memory, measured)
+            slots += count * (per if per >= 2 else 1)
+        else:
+            found.add(("mig", slots, 3, sum(c for _, c in layout), layout))
+    return found
+
+
+def brute_front(options: set[tuple[str, int, int, int, tuple[tuple[str, int], ...]]]) -> set[Any]:
+    return {
+        o
+        for o in options
+        if not any(
+            p[1] >= o[1] and (p[2], p[3]) >= (o[2], o[3]) and (p[1], p[2], p[3]) != (o[1], o[2], o[3])
+            for p in options
+        )
+    }
+
+
+def as_brute(option: ModeOption) -> tuple[str, int, int, int, tuple[tuple[str, int], ...]]:
+    layout = option.layout.mig_layout if option.layout is not None else None
+    return (
+        option.mode,
+        option.slots,
+        ISOLATION_LEVELS.index(option.isolation),
+        option.isolation_domains,
+        tuple(sorted((layout or {}).items())),
+    )
+
+
+@pytest.mark.parametrize(("gpu", "measured"), [("L20", 4621), ("T4", 4401), ("H20", 4621), ("H20", 12000)])
+def test_the_front_is_the_brute_force_optimum(gpu: str, measured: int) -> None:
+    model = catalog.gpu(gpu)
+    report = compare_modes(model, measured)
+    options = {as_brute(o) for o in report.options}
+    assert options == brute_options(model, measured)
+    assert {as_brute(o) for o in report.pareto} == brute_front(options)
+    # For each mode: its best slots are the brute force's best.
+    for mode in ("time-slicing", "mps", "mig"):
+        brute_best = max((o[1] for o in options if o[0] == mode), default=None)
+        ours = next((o.slots for o in report.best_per_mode() if o.mode == mode), None)
+        assert ours == brute_best, mode
+
+
+# --- --isolation and --plugin-mode ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("gpu", "flags", "modes"),
+    [
+        ("L20", ["--isolation", "none"], ["mps", "time-slicing"]),
+        ("L20", ["--isolation", "memory"], ["mps"]),
+        ("L20", ["--isolation", "kernel"], []),
+        ("H20", ["--isolation", "memory"], ["mps", "mig"]),
+        ("H20", ["--isolation", "kernel"], ["mig"]),  # no qGPU figures yet: MIG is the only one above
+        ("H20", ["--isolation", "hardware"], ["mig"]),
+        ("H20", ["--plugin-mode", "daemonsets"], ["time-slicing", "mig"]),  # TKE's v0.14.5 has no MPS
+        ("L20", ["--plugin-mode", "daemonsets", "--isolation", "memory"], []),
+    ],
+)
+def test_isolation_and_plugin_mode_filter_the_modes(gpu: str, flags: list[str], modes: list[str]) -> None:
+    code, text = run(["advise", "--gpu", gpu, "--measured-mib", "4621", *flags])
+    assert code == 0
+    assert text.startswith("Across sharing modes")  # the new flags print the modes section alone
+    if modes:
+        assert [row[2] for row in section(text, "Best option of each mode:")] == modes
+    else:
+        assert "No option." in text.splitlines()
+
+
+def test_a_word_that_is_no_level_is_usage(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        run(["advise", "--gpu", "L20", "--measured-mib", "4621", "--isolation", "strong"])
+    assert exited.value.code == 2
+    assert (
+        "argument --isolation: 'strong' is neither an isolation level (none, memory, kernel, hardware) nor a "
+        "number of isolation domains" in capsys.readouterr().err
+    )
+    with pytest.raises(SystemExit) as exited:
+        run(["advise", "--gpu", "H20", "--measured-mib", "4621", "--isolation", "7", "--plugin-mode", "helm"])
+    assert exited.value.code == 2
+
+
+# --- --stack-snippet writes the chosen mode's pool --------------------------------------------------------
+
+
+def _planned(snippet: str) -> tuple[str, int, int | None]:
+    (entry,) = yaml.safe_load("config:\n" + snippet)["config"]["gpushare:pools"]
+    entry["sharing"].update(measuredAt="2025-06-01", source="nvidia-smi on the node")
+    Pool.model_validate_json(json.dumps(entry))
+    document = {
+        "stack": "t",
+        "source": "Pulumi.t.yaml",
+        "cluster": {
+            "id": "cls-mps00001",
+            "vpcId": "vpc-mps00001",
+            "subnetIds": ["subnet-mps00001"],
+            "kubernetesVersion": "1.30",
+        },
+        "sharing": {"utilizationCeiling": 0.9, "devicePlugin": {"mode": "helm"}},
+        "pools": [entry],
+    }
+    stack = StackConfig.model_validate_json(json.dumps(document))
+    pool = build_plan(stack).pools[0]
+    return entry["sharing"]["mode"], pool.slots_per_gpu, pool.client_memory_limit_mib
+
+
+def test_the_snippet_of_isolation_memory_is_an_mps_pool_the_plan_takes() -> None:
+    code, snippet = run(
+        ["advise", "--gpu", "L20", "--measured-mib", "4621", "--isolation", "memory", "--stack-snippet"]
+    )
+    assert code == 0
+    assert snippet.startswith("# L20, 4621 MiB, ceiling 0.9: whole GPU, MPS x8\n")
+    assert (
+        "        # 8 MPS clients per GPU, each limited to 46068 // 8 = 5758 MiB (gpushare advise)\n"
+        in snippet
+    )
+    assert _planned(snippet) == ("mps", 8, 5758)
+
+
+def test_mode_and_plugin_mode_choose_the_snippet() -> None:
+    code, snippet = run(
+        ["advise", "--gpu", "T4", "--measured-mib", "4401", "--mode", "mps", "--stack-snippet"]
+    )
+    assert (code, _planned(snippet)) == (0, ("mps", 3, 5120))
+    code, snippet = run(
+        ["advise", "--gpu", "T4", "--measured-mib", "4401", "--plugin-mode", "helm", "--stack-snippet"]
+    )
+    assert (code, _planned(snippet)) == (0, ("mps", 3, 5120))  # MPS ties time-slicing on slots, isolates more
+    code, snippet = run(
+        ["advise", "--gpu", "T4", "--measured-mib", "4401", "--plugin-mode", "daemonsets", "--stack-snippet"]
+    )
+    assert (code, _planned(snippet)) == (0, ("time-slicing", 3, None))
+    # Without the new flags the snippet is the layout table's, as before: a pool every plugin mode runs.
+    code, snippet = run(["advise", "--gpu", "T4", "--measured-mib", "4401", "--stack-snippet"])
+    assert (code, _planned(snippet)) == (0, ("time-slicing", 3, None))
+
+
+def test_a_mode_the_plugin_mode_cannot_run_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["advise", "--gpu", "L20", "--measured-mib", "4621", "--stack-snippet"]
+    code, _ = run([*argv, "--mode", "mps", "--plugin-mode", "daemonsets"])
+    assert code == 1
+    assert capsys.readouterr().err == (
+        "--mode mps, --plugin-mode daemonsets: no pool of L20 for 4621 MiB that gpushare can write "
+        "(mps: not under devicePlugin.mode daemonsets; mig: L20 has no MIG; qgpu: not sized by gpushare yet)\n"
+    )
+
+
+def test_json_carries_every_mode_option() -> None:
+    code, text = run(["advise", "--gpu", "L20", "--measured-mib", "4621", "--json"])
+    assert code == 0
+    document = json.loads(text)
+    assert len(document["options"]) == 2  # the layout options, as before
+    assert [
+        (m["mode"], m["slots"], m["isolation"], m["memoryLimitMiB"], m["pareto"]) for m in document["modes"]
+    ] == [
+        ("mps", 8, "memory", 5758, True),
+        ("time-slicing", 8, "none", None, False),
+    ]
+
+
+# --- the qGPU hook ----------------------------------------------------------------------------------------
+
+
+def test_the_qgpu_hook_is_a_provider_that_offers_nothing_yet() -> None:
+    names = [name for name, _ in sharing_modes.MODE_PROVIDERS]
+    assert names == ["time-slicing", "mps", "mig", "qgpu"]
+    assert sharing_modes.qgpu_options(catalog.gpu("L20"), 4621, 0.9) == []
+
+
+def test_a_provider_wired_into_the_hook_joins_the_front(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stand-in provider (10 slots is a made-up figure for this test, not a qGPU sizing) shows what the
+    wiring needs: one entry in MODE_PROVIDERS, no other change."""
+    gpu = catalog.gpu("L20")
+
+    def fake_qgpu(model: GpuModel, measured: int, ceiling: float) -> list[ModeOption]:
+        return [
+            ModeOption(
+                mode="qgpu",
+                gpu=model,
+                measured_mib=measured,
+                slots=10,
+                isolation="kernel",
+                isolation_domains=1,
+                description="stand-in",
+                requires=("TKE native nodes", "the qGPU add-on"),
+                plugin_modes=("daemonsets",),
+            )
+        ]
+
+    providers = tuple((n, fake_qgpu if n == "qgpu" else p) for n, p in sharing_modes.MODE_PROVIDERS)
+    monkeypatch.setattr(sharing_modes, "MODE_PROVIDERS", providers)
+    assert front_of("L20", 4621) == [("qgpu", 10, "kernel", 1, "stand-in")]
+    assert [o.mode for o in compare_modes(gpu, 4621, plugin_mode="helm").pareto] == ["mps"]
+
+
+# --- --fleet: a service that asks for MPS ------------------------------------------------------------------
+
+
+def test_a_fleet_service_may_ask_for_mps(tmp_path: Path) -> None:
+    """nlp, 20 replicas of 4621 MiB: H20 MPS 19 a GPU -> ceil(20/19) = 2 GPUs (L20: ceil(20/8) = 3, T4:
+    ceil(20/3) = 7). small, 6 of 4401 MiB: L20 floor(0.9 x 46068 / 4401) = floor(9.42) = 9 clients of
+    46068 // 9 = 5118 MiB (0.9 x 5118 = 4606.2 >= 4401) -> 1 GPU, 46068 - 6 x 4401 = 19662 MiB unused; an
+    H20 is 1 GPU too but leaves 97871 - 26406 = 71465 MiB."""
+    path = tmp_path / "fleet.yaml"
+    path.write_text(
+        "services:\n"
+        "  - {name: nlp, measuredMiB: 4621, replicas: 20, isolation: mps}\n"
+        "  - {name: small, measuredMiB: 4401, replicas: 6, isolation: mps}\n"
+        "candidates: [L20, T4, H20]\n"
+    )
+    code, text = run(["advise", "--fleet", str(path), "--json"])
+    assert code == 0
+    plan = json.loads(text)
+    assert [
+        (s["service"], s["gpu"], s["gpus"], s["option"]["mode"], s["option"]["slots"], s["wastedMiB"])
+        for s in plan["services"]
+    ] == [("nlp", "H20", 2, "mps", 19, 2 * 97871 - 20 * 4621), ("small", "L20", 1, "mps", 9, 19662)]
+    pools = yaml.safe_load("config:\n" + plan["stackSnippet"])["config"]["gpushare:pools"]
+    assert [p["sharing"]["mode"] for p in pools] == ["mps", "mps"]
+    # A T4-only fleet cannot serve 4621 MiB with MPS at more than floor(0.9 x 15360 / 4621) = 2 a GPU.
+    path.write_text(
+        "services:\n  - {name: nlp, measuredMiB: 4621, replicas: 4, isolation: mps}\ncandidates: [T4]\n"
+    )
+    code, text = run(["advise", "--fleet", str(path), "--json"])
+    assert (code, json.loads(text)["services"][0]["gpus"]) == (0, 2)
