@@ -293,15 +293,19 @@ def test_mps_budget_is_the_client_limit_with_the_ceiling() -> None:
         config["gpushare:pools"][0]["sharing"]["mode"] = "mps"
 
     # Dev's T4 under MPS: 3 replicas, client limit 15360 // 3 = 5120 MiB, budget floor(0.9 x 5120) = 4608.
-    assert _offers("dev", mps) == {"t4": [("nvidia.com/gpu", 3, 4608)]}
+    # Dev's own MPS pool l20: 8 clients, limit 46068 // 8 = 5758 MiB, budget floor(0.9 x 5758) = 5182.
+    assert _offers("dev", mps) == {"t4": [("nvidia.com/gpu", 3, 4608)], "l20": [("nvidia.com/gpu", 8, 5182)]}
 
 
 def test_exclusive_offers_one_slot_a_gpu() -> None:
     def exclusive(config: dict[str, Any]) -> None:
         config["gpushare:pools"][0]["sharing"] = {"mode": "exclusive"}
 
-    # floor(0.9 x 15360) = 13824.
-    assert _offers("dev", exclusive) == {"t4": [("nvidia.com/gpu", 1, 13824)]}
+    # floor(0.9 x 15360) = 13824; dev's MPS pool l20 as above: 8 slots of floor(0.9 x 46068 // 8) = 5182.
+    assert _offers("dev", exclusive) == {
+        "t4": [("nvidia.com/gpu", 1, 13824)],
+        "l20": [("nvidia.com/gpu", 8, 5182)],
+    }
 
 
 def test_plan_json_of_every_repo_stack_fits_the_schema() -> None:
