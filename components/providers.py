@@ -38,14 +38,12 @@ def _setting(config: pulumi.Config, key: str) -> pulumi.Input[object] | None:
     stays a secret (`pulumi config set --secret tencentcloud:assumeRole ...`)."""
     _, kind = PROVIDER_KEYS[key]
     if pulumi.runtime.is_config_secret(f"{NAMESPACE}:{key}"):
-        getters = {
-            "bool": config.get_secret_bool,
-            "json": config.get_secret_object,
-            "string": config.get_secret,
-        }
-    else:
-        getters = {"bool": config.get_bool, "json": config.get_object, "string": config.get}
-    return getters[kind](key)
+        if kind == "bool":
+            return config.get_secret_bool(key)
+        return config.get_secret_object(key) if kind == "json" else config.get_secret(key)
+    if kind == "bool":
+        return config.get_bool(key)
+    return config.get_object(key) if kind == "json" else config.get(key)
 
 
 def tencentcloud_provider(stack: StackConfig) -> tencentcloud.Provider:

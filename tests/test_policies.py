@@ -332,7 +332,10 @@ def test_pack_has_every_required_policy_with_its_level() -> None:
     # Every mandatory policy says what to change (PolicyInfo.remediation_steps, shown by the service).
     assert [p.name for p in rules.POLICIES if p.enforcement_level is None and not p.remediation_steps] == []
     main = (PROJECT_DIR / "policies" / "__main__.py").read_text()
-    assert 'PolicyPack(name="gpushare"' in main and "enforcement_level=pack_enforcement_level(os.environ)" in main
+    assert (
+        'PolicyPack(name="gpushare"' in main
+        and "enforcement_level=pack_enforcement_level(os.environ)" in main
+    )
     project = yaml.safe_load((PROJECT_DIR / "policies" / "PulumiPolicy.yaml").read_text())
     assert project["version"] == "0.1.0"
     assert project["runtime"] == {"name": "python", "options": {"toolchain": "pip", "virtualenv": "venv"}}
