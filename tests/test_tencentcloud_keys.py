@@ -136,3 +136,17 @@ def test_every_provider_key_reaches_the_explicit_provider(monkeypatch: pytest.Mo
         "assumeRole": json.dumps(role),
     }
     assert secret_paths == ["assumeRole"]
+
+
+def test_plan_refuses_a_misspelt_tencentcloud_key_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from gpushare.cli.main import main
+
+    _stack_with(tmp_path, "  tencentcloud:profil: ci\n")
+    assert main(["plan", "--stack", "prod", "--dir", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(
+        "Pulumi.prod.yaml: tencentcloud:profil: unknown key; did you mean 'tencentcloud:profile'? "
+    )
+    assert err.count("\n") == 1

@@ -112,3 +112,19 @@ def test_hand_back_belongs_to_opt_out_only(action: str) -> None:
     )
     with pytest.raises(ConfigError, match=r"handBack. only applies to action optOut"):
         from_config_values(document["config"], stack="prod", source="Pulumi.prod.yaml")
+
+
+@pytest.mark.e2e
+def test_a_stack_handing_tkes_plugin_back_passes_the_pack(tmp_path: Path) -> None:
+    from gpushare.offline.check import check_stack
+
+    for entry in ("Pulumi.yaml", "__main__.py", "components", "policies"):
+        (tmp_path / entry).symlink_to(PROJECT_DIR / entry)
+    document = _document("prod", {"action": "optOut", "handBack": True})
+    (tmp_path / "Pulumi.prod.yaml").write_text(yaml.safe_dump(document, sort_keys=False))
+    result = check_stack(tmp_path, "prod")
+    assert result.report.mandatory == []
+    assert {d.policy_name for d in result.report.advisory} == {
+        "plugin-image-pinned",
+        "time-slicing-measurement-fresh",
+    }
