@@ -22,6 +22,7 @@ runtime:
 # program's loader checks every value further). A key declared without a default is required by the CLI,
 # so the optional ones carry the model's own default. `gpushare:kubeconfig` (a secret kubeconfig, optional)
 # is not declared: a declared key needs a default, and a default would be a plain-text value.
+# `type: object` needs the Pulumi CLI 3.187.0 or newer (pulumi/pulumi#20132).
 config:
   cluster:
     type: object
