@@ -4,11 +4,12 @@ Two plugins on one node fight over `nvidia.com/gpu`, so TKE's DaemonSet is eithe
 nodeSelector no node carries) or adopted as one pool's plugin (the seed did that for T4). TKE may
 reconcile the DaemonSet back; `pulumi preview --refresh` then shows the drift and `pulumi up` re-applies.
 
-Handing it back (`managedPlugin: {action: optOut, handBack: true}`): every patch is applied under one field
-manager and retained on delete, because deleting a patch gives up the fields it force-took, and the
-container's `args` (an atomic list) would be left empty rather than TKE's. The hand-back patch applies
-TKE's own nodeSelector and args under that same manager: what park or adopt set and the hand-back does
-not (the parked selector, the config volume, mount and annotation) is removed by the API server.
+Handing it back: deleting a patch gives up the fields it owns. Parking adds one nodeSelector key and takes
+nothing from TKE, so deleting the park patch (destroy, or a move to optOut) leaves TKE's DaemonSet exactly as
+TKE had it. Adopting force-takes the container's `args` (an atomic list): deleted, they would be left
+empty rather than TKE's. So the adopt patch is retained on delete, and `managedPlugin: {action: optOut,
+handBack: true}` applies TKE's own nodeSelector and args under the same field manager (retained too): the
+API server removes what adopt set and the hand-back does not (the config volume, mount and annotation).
 """
 
 from __future__ import annotations
@@ -114,9 +115,12 @@ class ManagedDevicePlugin(pulumi.ComponentResource):
         else:
             self.action = "park"
             spec = _parked_spec()
+        # What deleting the patch would leave: park's own key goes, TKE's DaemonSet is as it was; adopt's and
+        # the hand-back's force-taken args would go too, so those two stay on the server when deleted.
+        retained = self.action in ("adopt", "handBack")
         self.patch = k8s.apps.v1.DaemonSetPatch(
-            # The hand-back is a resource of its own: the park or adopt patch is deleted in the same update,
-            # and retained, so its deletion changes nothing on the server.
+            # The hand-back is a resource of its own: the adopt patch is deleted in the same update, and
+            # retained, so its deletion changes nothing on the server.
             f"{name}-hand-back" if managed.hand_back else f"{name}-patch",
             k8s.apps.v1.DaemonSetPatchArgs(
                 metadata=k8s.meta.v1.ObjectMetaPatchArgs(
@@ -124,6 +128,6 @@ class ManagedDevicePlugin(pulumi.ComponentResource):
                 ),
                 spec=spec,
             ),
-            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=True),
+            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=retained),
         )
         self.register_outputs({"action": self.action, "pool": args.adopted.key if args.adopted else None})
