@@ -105,9 +105,9 @@ dist: $(VENV)/.installed
 	rm -rf build  # setuptools' staging copy of the package, not a second source tree
 	tar -czf dist/gpushare-policy-pack-$(PACK_VERSION).tar.gz --exclude=venv --exclude=__pycache__ policies
 
-# What CI adds after the tests: the wheel in a fresh venv outside the repo (catalog, tune, advise, validate,
+# What CI adds after the tests: the wheel (with its `all` extra) in a fresh venv outside the repo (catalog, tune, advise, validate,
 # plan/render/check --dir from another directory), and the pack copied alone into an empty directory with
-# a venv from only its requirements.txt and the wheel, over every stack and a foreign program.
+# a venv from only its requirements.txt and the wheel (gpushare's core: at most 150 MB), over every stack and a foreign program.
 dist-check: dist
 	.ci/dist-check dist $(CHART_DIRS)
 

@@ -80,6 +80,7 @@ class GpuSharingCluster(pulumi.ComponentResource):
 
         managed = plugin.managed_plugin
         opt_out = managed.action == "optOut"
+        node_pools: list[pulumi.Resource] = []
         for pool in stack.pools:
             extra: dict[str, str] = {}
             script = None
@@ -115,6 +116,7 @@ class GpuSharingCluster(pulumi.ComponentResource):
                 child,
             )
             node_pool_ids[pool.name] = node_pool.node_pool_id
+            node_pools.append(node_pool)
 
         adopted = (
             next((e for e in entries if e.key == managed.pool), None) if managed.action == "adopt" else None
@@ -123,6 +125,13 @@ class GpuSharingCluster(pulumi.ComponentResource):
         # every plugin workload waits for the patch that parks or adopts TKE's DaemonSet. optOut patches
         # nothing of TKE's (the pools' `nvidia-device-enable=disable` keeps its plugin off): nothing to wait for.
         handover: list[pulumi.Resource] = []
+        if opt_out and managed.hand_back:
+            # After the pools say `disable` (TKE's plugin, back on its own selector, must not land on them).
+            ManagedDevicePlugin(
+                f"{name}-managed-plugin",
+                ManagedDevicePluginArgs(managed),
+                pulumi.ResourceOptions(parent=cluster, depends_on=list(node_pools)),
+            )
         if plugin.mode == "daemonsets":
             config_map = TimeSlicingConfig(f"{name}-config", TimeSlicingConfigArgs(entries), child)
             config_map_name = config_map.config_map_name

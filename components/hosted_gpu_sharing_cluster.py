@@ -14,6 +14,7 @@ docstrings become the schema's descriptions.
 """
 
 import re
+from enum import Enum, StrEnum
 from typing import Any, NotRequired, TypedDict, cast
 
 import pulumi
@@ -23,6 +24,65 @@ from components.gpu_sharing_cluster import GpuSharingCluster as StandaloneGpuSha
 from gpushare.errors import ConfigError
 from gpushare.stack.loading import from_config_values
 from gpushare.stack.model import PROJECT, StackConfig
+
+
+# The closed sets of the stack file, as schema enums: a generated SDK offers exactly these values (and a typed
+# language refuses any other at compile time). String enums: `stack_file_names` hands the loader their values.
+class DevicePluginMode(StrEnum):
+    """Who runs NVIDIA's device plugin."""
+
+    DAEMONSETS = "daemonsets"
+    """One DaemonSet per GPU pool (TKE's v0.14.5 image by default)."""
+    HELM = "helm"
+    """NVIDIA's device-plugin chart."""
+    GPU_OPERATOR = "gpu-operator"
+    """NVIDIA's GPU Operator."""
+
+
+class ManagedPluginAction(StrEnum):
+    """What gpushare does about TKE's own device-plugin DaemonSet."""
+
+    PARK = "park"
+    """Patch it onto no node."""
+    ADOPT = "adopt"
+    """Make it one pool's plugin."""
+    OPT_OUT = "optOut"
+    """Label the pools out of it; patch nothing."""
+
+
+class MigStrategy(StrEnum):
+    """The device plugin's MIG strategy."""
+
+    NONE = "none"
+    """No MIG devices."""
+    SINGLE = "single"
+    """One MIG profile per node, advertised as `nvidia.com/gpu`."""
+    MIXED = "mixed"
+    """Each MIG profile as its own resource."""
+
+
+class SharingMode(StrEnum):
+    """How a pool's GPUs are shared."""
+
+    TIME_SLICING = "time-slicing"
+    """Time-slicing, with replicas derived from the measurement."""
+    MIG = "mig"
+    """MIG partitions (`migLayout`)."""
+    EXCLUSIVE = "exclusive"
+    """No sharing: one pod per GPU."""
+    MPS = "mps"
+    """NVIDIA MPS (helm and gpu-operator modes)."""
+
+
+class TaintEffect(StrEnum):
+    """A node taint's effect."""
+
+    NO_SCHEDULE = "NoSchedule"
+    """New pods without a toleration are not scheduled."""
+    PREFER_NO_SCHEDULE = "PreferNoSchedule"
+    """The scheduler avoids the node."""
+    NO_EXECUTE = "NoExecute"
+    """Running pods without a toleration are evicted too."""
 
 
 class Cluster(TypedDict):
@@ -41,7 +101,7 @@ class Cluster(TypedDict):
 class ManagedPlugin(TypedDict):
     """What to do with TKE's own `kube-system/nvidia-device-plugin-daemonset`."""
 
-    action: NotRequired[pulumi.Input[str]]
+    action: NotRequired[pulumi.Input[ManagedPluginAction]]
     """`park` (patch it onto no node), `adopt` (one pool's plugin) or `optOut` (label pools, patch nothing)."""
     pool: NotRequired[pulumi.Input[str]]
     """With `adopt`: the pool whose plugin TKE's DaemonSet becomes."""
@@ -51,6 +111,10 @@ class ManagedPlugin(TypedDict):
     """The DaemonSet's namespace (default `kube-system`)."""
     containerName: NotRequired[pulumi.Input[str]]
     """The plugin container's name in it (default `nvidia-device-plugin-ctr`; UNVERIFIED on TKE)."""
+    handBack: NotRequired[pulumi.Input[bool]]
+    """With `optOut`: give TKE's DaemonSet back as TKE shipped it (after `park` or `adopt`)."""
+    tkeArgs: NotRequired[pulumi.Input[list[pulumi.Input[str]]]]
+    """TKE's own plugin args, which `handBack` restores (default the seed's cluster's three)."""
 
 
 class GpuOperator(TypedDict):
@@ -81,8 +145,8 @@ class GpuOperator(TypedDict):
 class Measurement(TypedDict):
     """One measurement of the largest process's GPU memory (`nvidia-smi --query-compute-apps`)."""
 
-    measuredMiB: pulumi.Input[int]
-    """The largest process's GPU memory in MiB; the replicas are derived from it, never typed."""
+    measuredMib: pulumi.Input[int]
+    """The largest process's GPU memory in MiB (stack file: `measuredMiB`); replicas derive from it."""
     measuredAt: NotRequired[pulumi.Input[str]]
     """When it was measured (ISO 8601 date); the policy pack flags stale measurements."""
     source: NotRequired[pulumi.Input[str]]
@@ -94,8 +158,8 @@ class Fallback(TypedDict):
 
     gpu: pulumi.Input[str]
     """The catalog GPU the fallback is tuned for (`T4`, `L20`, `H20`, ...)."""
-    measuredMiB: pulumi.Input[int]
-    """The largest process's GPU memory in MiB."""
+    measuredMib: pulumi.Input[int]
+    """The largest process's GPU memory in MiB (the stack file's `measuredMiB`)."""
     measuredAt: NotRequired[pulumi.Input[str]]
     """When it was measured (ISO 8601 date)."""
     source: NotRequired[pulumi.Input[str]]
@@ -105,7 +169,7 @@ class Fallback(TypedDict):
 class DevicePlugin(TypedDict):
     """Which device plugin serves the pools, and how."""
 
-    mode: NotRequired[pulumi.Input[str]]
+    mode: NotRequired[pulumi.Input[DevicePluginMode]]
     """`daemonsets` (a DaemonSet per GPU model, the default), `helm` (NVIDIA's chart) or `gpu-operator`."""
     version: NotRequired[pulumi.Input[str]]
     """The device-plugin version: `0.14.5`, `0.17.1` or `0.20.0` (not in mode gpu-operator)."""
@@ -119,7 +183,7 @@ class DevicePlugin(TypedDict):
     """Run GPU Feature Discovery with the chart (mode helm)."""
     nfdPresent: NotRequired[pulumi.Input[bool]]
     """The cluster runs its own Node Feature Discovery."""
-    migStrategy: NotRequired[pulumi.Input[str]]
+    migStrategy: NotRequired[pulumi.Input[MigStrategy]]
     """The chart's top-level `migStrategy` (`none`, `single`, `mixed`); best left unset."""
     managedPlugin: NotRequired[pulumi.Input[ManagedPlugin]]
     """What to do with TKE's own device-plugin DaemonSet."""
@@ -154,10 +218,10 @@ class Nodes(TypedDict):
 class PoolSharing(TypedDict):
     """How the pool's GPUs are shared: `mode` says which of the other keys apply."""
 
-    mode: pulumi.Input[str]
-    """`time-slicing`, `mig` or `exclusive`."""
-    measuredMiB: NotRequired[pulumi.Input[int]]
-    """time-slicing: the largest process's GPU memory in MiB."""
+    mode: pulumi.Input[SharingMode]
+    """`time-slicing`, `mig`, `exclusive` or `mps`."""
+    measuredMib: NotRequired[pulumi.Input[int]]
+    """time-slicing: the largest process's GPU memory in MiB (the stack file's `measuredMiB`)."""
     measuredAt: NotRequired[pulumi.Input[str]]
     """time-slicing: when it was measured (ISO 8601 date)."""
     source: NotRequired[pulumi.Input[str]]
@@ -177,7 +241,7 @@ class Taint(TypedDict):
     """The taint's key."""
     value: NotRequired[pulumi.Input[str]]
     """The taint's value (may be empty)."""
-    effect: NotRequired[pulumi.Input[str]]
+    effect: NotRequired[pulumi.Input[TaintEffect]]
     """`NoSchedule`, `PreferNoSchedule` or `NoExecute`."""
 
 
@@ -260,10 +324,90 @@ class GpuSharingClusterArgs(TypedDict):
     """Protect every node pool from deletion, in Pulumi and in TKE (default false)."""
 
 
+class MigProfileCapacity(TypedDict):
+    """One MIG profile of a pool's layout in the capacity plan."""
+
+    profile: str
+    """The MIG profile, like `1g.12gb`."""
+    instancesPerGpu: int
+    """Instances of it per GPU."""
+    replicas: int
+    """Time-slicing replicas per instance (1: not time-sliced)."""
+    slotsPerGpu: int
+    """Slots per GPU from this profile."""
+
+
+class PoolCapacity(TypedDict):
+    """One pool in the capacity plan."""
+
+    name: str
+    """The pool's name."""
+    gpu: str
+    """The catalog GPU model."""
+    mode: str
+    """How its GPUs are shared (`time-slicing`, `mig`, `exclusive`, `mps`)."""
+    nodes: int
+    """The nodes the plan counts (`nodes.desired`)."""
+    gpus: int
+    """GPUs in the pool."""
+    replicas: int | None
+    """Time-slicing replicas per GPU (none for MIG pools)."""
+    migInstancesPerGpu: int
+    """MIG instances per GPU (0 without MIG)."""
+    migProfiles: list[MigProfileCapacity]
+    """The MIG layout's profiles (empty without MIG)."""
+    slots: int
+    """GPU slots after sharing."""
+    memoryUsedMib: int
+    """GPU memory the planned processes use, in MiB."""
+    memoryTotalMib: int
+    """The pool's GPU memory, in MiB."""
+    utilization: float | None
+    """memoryUsedMib / memoryTotalMib."""
+    headroomMibPerSlot: float | None
+    """Unplanned memory per slot, in MiB."""
+    slotsBefore: int
+    """Slots without sharing (one per GPU)."""
+    mpsClientMemoryLimitMib: NotRequired[int]
+    """MPS pools only: each client's memory limit, in MiB."""
+
+
+class FallbackCapacity(TypedDict):
+    """The fallback key `any` in the capacity plan."""
+
+    key: str
+    """`any`."""
+    mode: str
+    """`time-slicing` or `exclusive`."""
+    replicas: int
+    """Replicas per GPU (1: not shared)."""
+    gpu: str | None
+    """The GPU it is tuned for, if any."""
+    measuredMib: int | None
+    """The measurement it is tuned from, if any."""
+    summary: str
+    """In words."""
+
+
+class Capacity(TypedDict):
+    """The capacity plan (`gpushare plan --json`, with `MiB` spelt `Mib` in key names)."""
+
+    stack: str
+    """The stack (the Pulumi stack the component runs in)."""
+    pools: list[PoolCapacity]
+    """Per pool."""
+    fallback: FallbackCapacity
+    """The fallback key `any`."""
+    totalSlots: int
+    """GPU slots after sharing."""
+    slotsBefore: int
+    """GPU slots without sharing."""
+
+
 class GpuSharingCluster(pulumi.ComponentResource):
     """GPU sharing on one TKE cluster: GPU node pools, time-slicing or MIG tuned from measurements, plugins."""
 
-    capacity: pulumi.Output[dict[str, Any]]
+    capacity: pulumi.Output[Capacity]
     """The capacity plan (`gpushare plan --json`): per pool its GPUs, replicas and slots, and the totals."""
     total_slots: pulumi.Output[int]
     """GPU slots after sharing: how many `nvidia.com/gpu: 1` pods the pools can run at once."""
@@ -293,7 +437,7 @@ class GpuSharingCluster(pulumi.ComponentResource):
         composition: pulumi.Output[Composition] = values.apply(
             lambda resolved: StandaloneGpuSharingCluster.compose(self, name, validated_stack(name, resolved))
         )
-        self.capacity = composition.apply(lambda c: c.capacity)
+        self.capacity = composition.apply(lambda c: cast(Capacity, schema_names(c.capacity)))
         self.total_slots = composition.apply(lambda c: int(c.capacity["totalSlots"]))
         self.slots_before = composition.apply(lambda c: int(c.capacity["slotsBefore"]))
         self.node_pool_ids = composition.apply(lambda c: pulumi.Output.all(**c.node_pool_ids))
@@ -315,13 +459,42 @@ class GpuSharingCluster(pulumi.ComponentResource):
 _PROBLEM = re.compile(r'^(?P<key>[a-z]+:(?:[^\s:"\[]|\[\d+\]|\["(?:[^"\\]|\\.)*"\])*): (?P<reason>.*)$')
 
 
+# Key names whose stack-file spelling the SDKs would mangle (`measuredMiB` -> Python `measured_mi_b`): the
+# schema spells them `...Mib` (Python `measured_mib`), and they are translated at the boundary.
+_STACK_FILE_SPELLING = {"measuredMib": "measuredMiB"}
+_SCHEMA_SPELLING = re.compile(r"MiB(?=[A-Z]|$)")
+
+
+def schema_names(value: Any) -> Any:
+    """A plan or stack value's keys as the schema spells them (`memoryUsedMiB` -> `memoryUsedMib`)."""
+    if isinstance(value, dict):
+        return {_SCHEMA_SPELLING.sub("Mib", key): schema_names(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [schema_names(item) for item in value]
+    return value
+
+
+def stack_file_names(value: Any) -> Any:
+    """Input values with the stack file's key names (`measuredMib` -> `measuredMiB`) and enum members as
+    their strings, for the stack loader."""
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, dict):
+        return {_STACK_FILE_SPELLING.get(key, key): stack_file_names(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [stack_file_names(item) for item in value]
+    return value
+
+
 def validated_stack(name: str, args: dict[str, Any]) -> StackConfig:
     """The args as the frozen `StackConfig` the stack loader builds, or a `pulumi.InputPropertiesError`
     whose message is the loader's (with this component as its source) and whose errors name each input
     path (`pools[1].sharing.measuredMiB`)."""
     source = f"GpuSharingCluster {name}"
     values = {
-        f"{PROJECT}:{key}": _integral_numbers(value) for key, value in args.items() if value is not None
+        f"{PROJECT}:{key}": _integral_numbers(stack_file_names(value))
+        for key, value in args.items()
+        if value is not None
     }
     try:
         return from_config_values(values, stack=pulumi.get_stack(), source=source)
@@ -332,7 +505,7 @@ def validated_stack(name: str, args: dict[str, Any]) -> StackConfig:
             if problem is None:
                 errors.append({"property_path": "", "reason": line})
                 continue
-            path = problem["key"].removeprefix(f"{PROJECT}:")
+            path = _SCHEMA_SPELLING.sub("Mib", problem["key"].removeprefix(f"{PROJECT}:"))
             errors.append({"property_path": path, "reason": problem["reason"]})
         raise pulumi.InputPropertiesError(str(err), errors) from None
 

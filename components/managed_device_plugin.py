@@ -3,6 +3,13 @@
 Two plugins on one node fight over `nvidia.com/gpu`, so TKE's DaemonSet is either parked (given a
 nodeSelector no node carries) or adopted as one pool's plugin (the seed did that for T4). TKE may
 reconcile the DaemonSet back; `pulumi preview --refresh` then shows the drift and `pulumi up` re-applies.
+
+Handing it back: deleting a patch gives up the fields it owns. Parking adds one nodeSelector key and takes
+nothing from TKE, so deleting the park patch (destroy, or a move to optOut) leaves TKE's DaemonSet exactly as
+TKE had it. Adopting force-takes the container's `args` (an atomic list): deleted, they would be left
+empty rather than TKE's. So the adopt patch is retained on delete, and `managedPlugin: {action: optOut,
+handBack: true}` applies TKE's own nodeSelector and args under the same field manager (retained too): the
+API server removes what adopt set and the hand-back does not (the config volume, mount and annotation).
 """
 
 from __future__ import annotations
@@ -16,14 +23,18 @@ from gpushare import kube_names, plugin_pod
 from gpushare.plugin_configs import PluginConfigEntry
 from gpushare.stack.plugin_settings import ManagedPlugin
 
-# Take over the fields TKE's field manager owns (args, nodeSelector) instead of failing on the conflict.
-PATCH_FORCE = {"pulumi.com/patchForce": "true"}
+# Take over the fields TKE's field manager owns (args, nodeSelector) instead of failing on the conflict,
+# always as the same manager (see the module's docstring).
+PATCH_ANNOTATIONS = {
+    "pulumi.com/patchForce": "true",
+    "pulumi.com/patchFieldManager": kube_names.MANAGED_PLUGIN_FIELD_MANAGER,
+}
 
 
 @dataclass(frozen=True)
 class ManagedDevicePluginArgs:
     managed: ManagedPlugin
-    # The adopted pool's config entry; None parks the DaemonSet.
+    # The adopted pool's config entry; None parks the DaemonSet (or hands it back, with hand_back).
     adopted: PluginConfigEntry | None = None
     config_map_name: pulumi.Input[str] = kube_names.CONFIG_MAP_NAME
 
@@ -33,6 +44,20 @@ def _parked_spec() -> k8s.apps.v1.DaemonSetSpecPatchArgs:
         template=k8s.core.v1.PodTemplateSpecPatchArgs(
             spec=k8s.core.v1.PodSpecPatchArgs(
                 node_selector={kube_names.LABEL_PARKED: kube_names.PARKED_VALUE}
+            )
+        )
+    )
+
+
+def _handed_back_spec(managed: ManagedPlugin) -> k8s.apps.v1.DaemonSetSpecPatchArgs:
+    """TKE's DaemonSet as TKE shipped it, in the fields park and adopt touch."""
+    return k8s.apps.v1.DaemonSetSpecPatchArgs(
+        template=k8s.core.v1.PodTemplateSpecPatchArgs(
+            spec=k8s.core.v1.PodSpecPatchArgs(
+                node_selector={kube_names.LABEL_DEVICE_ENABLE: kube_names.DEVICE_ENABLE_VALUE},
+                containers=[
+                    k8s.core.v1.ContainerPatchArgs(name=managed.container_name, args=list(managed.tke_args))
+                ],
             )
         )
     )
@@ -81,20 +106,28 @@ class ManagedDevicePlugin(pulumi.ComponentResource):
     ) -> None:
         super().__init__("gpushare:k8s:ManagedDevicePlugin", name, None, opts)
         managed = args.managed
-        self.action = "adopt" if args.adopted else "park"
-        spec = (
-            _adopted_spec(args.adopted, managed.container_name, args.config_map_name)
-            if args.adopted
-            else _parked_spec()
-        )
+        if managed.hand_back:
+            self.action = "handBack"
+            spec = _handed_back_spec(managed)
+        elif args.adopted:
+            self.action = "adopt"
+            spec = _adopted_spec(args.adopted, managed.container_name, args.config_map_name)
+        else:
+            self.action = "park"
+            spec = _parked_spec()
+        # What deleting the patch would leave: park's own key goes, TKE's DaemonSet is as it was; adopt's and
+        # the hand-back's force-taken args would go too, so those two stay on the server when deleted.
+        retained = self.action in ("adopt", "handBack")
         self.patch = k8s.apps.v1.DaemonSetPatch(
-            f"{name}-patch",
+            # The hand-back is a resource of its own: the adopt patch is deleted in the same update, and
+            # retained, so its deletion changes nothing on the server.
+            f"{name}-hand-back" if managed.hand_back else f"{name}-patch",
             k8s.apps.v1.DaemonSetPatchArgs(
                 metadata=k8s.meta.v1.ObjectMetaPatchArgs(
-                    name=managed.name, namespace=managed.namespace, annotations=dict(PATCH_FORCE)
+                    name=managed.name, namespace=managed.namespace, annotations=dict(PATCH_ANNOTATIONS)
                 ),
                 spec=spec,
             ),
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=retained),
         )
         self.register_outputs({"action": self.action, "pool": args.adopted.key if args.adopted else None})

@@ -9,6 +9,7 @@ import pulumi_kubernetes as k8s
 import tencentcloud_iac_pulumi as tencentcloud
 
 from gpushare.stack.model import PROJECT, StackConfig
+from gpushare.stack.tencentcloud_keys import NAMESPACE, PROVIDER_KEYS
 
 # Each credential of the TencentCloud provider: its stack config key (`tencentcloud:<key>`, secret) and the
 # environment variable the SDK itself falls back to.
@@ -32,10 +33,32 @@ def _credential(config: pulumi.Config, key: str, variable: str) -> pulumi.Output
     return None if value is None else pulumi.Output.secret(value)
 
 
+def _setting(config: pulumi.Config, key: str) -> pulumi.Input[object] | None:
+    """`tencentcloud:<key>` as its provider argument: a bool, JSON (lists, objects) or a string; a secret
+    stays a secret (`pulumi config set --secret tencentcloud:assumeRole ...`)."""
+    _, kind = PROVIDER_KEYS[key]
+    if pulumi.runtime.is_config_secret(f"{NAMESPACE}:{key}"):
+        if kind == "bool":
+            return config.get_secret_bool(key)
+        return config.get_secret_object(key) if kind == "json" else config.get_secret(key)
+    if kind == "bool":
+        return config.get_bool(key)
+    return config.get_object(key) if kind == "json" else config.get(key)
+
+
 def tencentcloud_provider(stack: StackConfig) -> tencentcloud.Provider:
-    config = pulumi.Config("tencentcloud")
+    """An explicit provider receives none of the stack's `tencentcloud:` config by itself (that reaches
+    the default provider only): every key the stack sets is handed over here, so `tencentcloud:profile` or
+    `assumeRole` is not dropped (the loader refuses keys the provider does not read)."""
+    config = pulumi.Config(NAMESPACE)
     credentials = {name: _credential(config, key, variable) for name, key, variable in _CREDENTIALS}
-    return tencentcloud.Provider("tencentcloud", region=stack.region, **credentials)
+    credential_keys = {key for _, key, _ in _CREDENTIALS}
+    settings = {
+        PROVIDER_KEYS[key][0]: _setting(config, key)
+        for key in stack.provider_keys
+        if key not in credential_keys
+    }
+    return tencentcloud.Provider("tencentcloud", region=stack.region, **credentials, **settings)
 
 
 def tke_cluster_kubeconfig(cluster_id: str, provider: tencentcloud.Provider) -> pulumi.Output[str]:

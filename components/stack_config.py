@@ -6,7 +6,6 @@ import json
 from typing import Any
 
 import pulumi
-from pulumi.runtime import config as runtime_config
 
 from gpushare.errors import GpushareError
 from gpushare.stack.loading import from_config_values, stack_file_name
@@ -24,15 +23,16 @@ def _decode(value: str) -> Any:
 def read_stack_config() -> StackConfig:
     """The validated stack config, or a `pulumi.RunError` that the CLI prints without a traceback."""
     stack = pulumi.get_stack()
-    # The runtime keeps every `namespace:key` it was given here; reading the whole map (not only the keys
-    # we know) is what lets a misspelled `gpushare:` key fail instead of being ignored.
-    keys = set(runtime_config.CONFIG.get()) | set(runtime_config.get_config_env())
+    # The language host hands the program the whole config map in PULUMI_CONFIG (read through the SDK's
+    # public `get_config_env`); reading every key, not only the ones we know, is what lets a misspelled
+    # `gpushare:` or `tencentcloud:` key fail instead of being ignored.
+    keys = pulumi.runtime.get_config_env()
     values = {}
     for key in sorted(keys):
         if key.startswith(f"{PROJECT}:") or key.startswith("tencentcloud:"):
-            raw = runtime_config.get_config(key)
+            raw = pulumi.runtime.get_config(key)
             values[key] = _decode(raw) if key.startswith(f"{PROJECT}:") else raw
-    secret_keys = [key for key in values if runtime_config.is_config_secret(key)]
+    secret_keys = [key for key in values if pulumi.runtime.is_config_secret(key)]
     try:
         return from_config_values(values, stack=stack, source=stack_file_name(stack), secret_keys=secret_keys)
     except GpushareError as err:

@@ -27,6 +27,15 @@ def run() -> NoReturn:
     except KeyboardInterrupt:  # Ctrl-C while the CLI itself is still being imported: one line, no traceback
         sys.stderr.write("interrupted (SIGINT)\n")
         sys.exit(130)
+    except ModuleNotFoundError as err:
+        # `pip install gpushare` is the core the policy pack needs; the command line is the `all` extra.
+        if (err.name or "").split(".")[0] == "gpushare":
+            raise
+        sys.stderr.write(
+            f"gpushare: the command line needs gpushare's optional dependencies ({err.name} is not installed): "
+            "pip install 'gpushare[all]'\n"
+        )
+        sys.exit(2)
     sys.exit(main())
 
 

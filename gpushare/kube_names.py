@@ -41,6 +41,14 @@ MIG_PARTED_CONFIG_KEY = "config.yaml"
 MANAGED_PLUGIN_NAME = "nvidia-device-plugin-daemonset"
 MANAGED_PLUGIN_NAMESPACE = "kube-system"
 PLUGIN_CONTAINER = "nvidia-device-plugin-ctr"
+# The field manager of every server-side-apply patch gpushare makes on TKE's DaemonSet (park, adopt and the
+# hand-back): one name, so the hand-back's apply drops whatever park or adopt set and did not set again.
+MANAGED_PLUGIN_FIELD_MANAGER = "gpushare-tke-device-plugin"
+# TKE's DaemonSet as shipped, where gpushare's patches touch it (the seed's record of the cluster:
+# `nvidia-device-plugin:v0.14.5`, args `--mig-strategy=single --fail-on-init-error=false
+# --pass-device-specs=true`, no `--config-file`; nodeSelector `nvidia-device-enable=enable`). The hand-back
+# puts these back. The args are configurable (`managedPlugin.tkeArgs`): TKE may ship others elsewhere.
+TKE_PLUGIN_ARGS = ("--mig-strategy=single", "--fail-on-init-error=false", "--pass-device-specs=true")
 # Parking gives TKE's DaemonSet a nodeSelector that no node carries.
 LABEL_PARKED = "gpushare.io/managed-plugin"
 PARKED_VALUE = "parked"

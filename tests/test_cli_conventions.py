@@ -52,6 +52,7 @@ def test_every_command_is_reached() -> None:
         "advise",
         "catalog",
         "check",
+        "init",
         "measure",
         "plan",
         "python -m gpushare",

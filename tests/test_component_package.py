@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import copy
 import functools
+import re
 import sys
 import tomllib
+import typing
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
+from unittest import mock
 
 import grpc  # type: ignore[import-untyped]
 import pulumi
@@ -18,6 +21,7 @@ import yaml
 from conftest import PROJECT_DIR, STACKS
 from pulumi.runtime.proto import errors_pb2, status_pb2
 
+from components.hosted_gpu_sharing_cluster import schema_names, stack_file_names
 from gpushare.errors import ConfigError
 from gpushare.offline import wire
 from gpushare.offline.component_host import ComponentProvider, serve_monitor, start_component_provider
@@ -52,9 +56,14 @@ def schema(provider: ComponentProvider) -> dict[str, Any]:
 
 
 def stack_inputs(stack: str) -> dict[str, Any]:
-    """The stack file's `gpushare:` values as the component's inputs (`gpushare:pools` -> `pools`)."""
+    """The stack file's `gpushare:` values as the component's inputs (`gpushare:pools` -> `pools`, and
+    `measuredMiB` -> `measuredMib`, the schema's spelling)."""
     config = yaml.safe_load((PROJECT_DIR / f"Pulumi.{stack}.yaml").read_text())["config"]
-    return {key.split(":", 1)[1]: value for key, value in config.items() if key.startswith("gpushare:")}
+    return {
+        key.split(":", 1)[1]: schema_names(value)
+        for key, value in config.items()
+        if key.startswith("gpushare:")
+    }
 
 
 @functools.cache
@@ -130,7 +139,7 @@ def _properties_of(schema: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]
     for name, prop in resource["inputProperties"].items():
         yield f"{TOKEN}.{name}", prop
     for type_name, type_ in schema["types"].items():
-        for name, prop in type_["properties"].items():
+        for name, prop in type_.get("properties", {}).items():
             yield f"{type_name}.{name}", prop
 
 
@@ -164,7 +173,8 @@ def test_every_input_is_typed_and_documented(schema: dict[str, Any]) -> None:
     # One line each: the generated SDKs put them in doc comments as they are.
     assert [where for where, prop in properties.items() if "\n" in prop["description"]] == []
     for type_name, type_ in schema["types"].items():
-        assert type_["type"] == "object" and type_.get("description", "").strip(), type_name
+        kind = "string" if type_name.removeprefix("gpushare:index:") in ENUMS else "object"
+        assert type_["type"] == kind and type_.get("description", "").strip(), type_name
     # Every reference resolves to a type of the package (or Pulumi's Any).
     refs = {
         prop.get("$ref")
@@ -180,13 +190,14 @@ def test_every_input_is_typed_and_documented(schema: dict[str, Any]) -> None:
 def test_every_output_is_declared(schema: dict[str, Any]) -> None:
     outputs = schema["resources"][TOKEN]["properties"]
     assert {name: prop.get("type") for name, prop in outputs.items()} == {
-        "capacity": "object",
+        "capacity": None,
         "totalSlots": "integer",
         "slotsBefore": "integer",
         "nodePoolIds": "object",
         "configMapName": "string",
         "helmReleaseNames": "array",
     }
+    assert outputs["capacity"]["$ref"] == "#/types/gpushare:index:Capacity"
     assert outputs["nodePoolIds"]["additionalProperties"]["type"] == "string"
     assert outputs["helmReleaseNames"]["items"]["type"] == "string"
     assert all(prop["description"].strip() for prop in outputs.values())
@@ -201,13 +212,23 @@ def test_every_output_is_declared(schema: dict[str, Any]) -> None:
 
 
 def _aliases(*models: type[Any]) -> set[str]:
-    return {field.alias or name for model in models for name, field in model.model_fields.items()}
+    """The stack file's keys, as the schema spells them (`measuredMiB` -> `measuredMib`)."""
+    return {
+        schema_names({field.alias or name: None}).popitem()[0]
+        for model in models
+        for name, field in model.model_fields.items()
+    }
 
 
 def _required(*models: type[Any]) -> set[str]:
     """Keys every one of `models` requires."""
     sets = [
-        {field.alias or name for name, field in m.model_fields.items() if field.is_required()} for m in models
+        {
+            schema_names({field.alias or name: None}).popitem()[0]
+            for name, field in m.model_fields.items()
+            if field.is_required()
+        }
+        for m in models
     ]
     return set.intersection(*sets)
 
@@ -247,7 +268,67 @@ def test_the_component_inputs_are_the_stack_files_gpushare_keys(schema: dict[str
     }
     assert set(schema["types"]["gpushare:index:Taint"]["properties"]) == set(tke_limits.TAINT_FIELDS)
     types = {name.removeprefix("gpushare:index:") for name in schema["types"]}
-    assert types == {*MIRRORS, "Taint"}
+    assert types == {*MIRRORS, "Taint", *ENUMS, *CAPACITY_TYPES}
+
+
+# enum type -> (the property that takes it, the stack model's closed set, written down)
+ENUMS: dict[str, tuple[str, list[str]]] = {
+    "DevicePluginMode": ("DevicePlugin.mode", ["daemonsets", "helm", "gpu-operator"]),
+    "ManagedPluginAction": ("ManagedPlugin.action", ["park", "adopt", "optOut"]),
+    "MigStrategy": ("DevicePlugin.migStrategy", ["none", "single", "mixed"]),
+    "SharingMode": ("PoolSharing.mode", ["time-slicing", "mig", "exclusive", "mps"]),
+    "TaintEffect": ("Taint.effect", ["NoSchedule", "PreferNoSchedule", "NoExecute"]),
+}
+CAPACITY_TYPES = {"Capacity", "PoolCapacity", "MigProfileCapacity", "FallbackCapacity"}
+
+
+@pytest.mark.parametrize("enum_name", sorted(ENUMS))
+def test_every_closed_set_is_an_enum_of_the_stack_models_values(
+    schema: dict[str, Any], enum_name: str
+) -> None:
+    where, values = ENUMS[enum_name]
+    type_name, prop = where.split(".")
+    assert schema["types"][f"gpushare:index:{enum_name}"]["enum"] == [
+        {"value": value, "description": mock.ANY, "name": mock.ANY} for value in values
+    ]
+    assert schema["types"][f"gpushare:index:{type_name}"]["properties"][prop]["$ref"] == (
+        f"#/types/gpushare:index:{enum_name}"
+    )
+
+
+def test_the_enums_hold_exactly_what_the_stack_model_accepts() -> None:
+    assert set(typing.get_args(stack_plugin_settings.ManagedAction)) == set(ENUMS["ManagedPluginAction"][1])
+    modes = typing.get_args(stack_plugin_settings.DevicePlugin.model_fields["mode"].annotation)
+    assert set(modes) == set(ENUMS["DevicePluginMode"][1])
+    sharing = {
+        typing.get_args(model.model_fields["mode"].annotation)[0]
+        for model in (stack_model.TimeSlicing, stack_model.Mig, stack_model.Exclusive, stack_model.Mps)
+    }
+    assert sharing == set(ENUMS["SharingMode"][1])
+    assert set(tke_limits.TAINT_EFFECTS) == set(ENUMS["TaintEffect"][1])
+
+
+def test_no_property_name_reads_oddly_in_python(schema: dict[str, Any]) -> None:
+    """Pulumi's Python SDK generator splits names at every capital: `measuredMiB` -> `measured_mi_b`. Two
+    capitals in a row are what makes such a name; the schema spells `MiB` as `Mib` (-> `measured_mib`)."""
+    names = {where for where, _ in _properties_of(schema)}
+    outputs = schema["resources"][TOKEN]["properties"]
+    names |= {f"{TOKEN}.{name}" for name in outputs}
+    assert sorted(where for where in names if re.search(r"[A-Z]{2}", where.rsplit(".", 1)[1])) == []
+    assert "measuredMib" in schema["types"]["gpushare:index:PoolSharing"]["properties"]
+
+
+def test_the_capacity_output_is_typed_to_the_plan(schema: dict[str, Any]) -> None:
+    capacity = schema["types"]["gpushare:index:Capacity"]["properties"]
+    assert capacity["pools"]["items"]["$ref"] == "#/types/gpushare:index:PoolCapacity"
+    assert capacity["fallback"]["$ref"] == "#/types/gpushare:index:FallbackCapacity"
+    pool = schema["types"]["gpushare:index:PoolCapacity"]["properties"]
+    assert {name: prop.get("type") for name, prop in pool.items() if "Mib" in name} == {
+        "memoryUsedMib": "integer",
+        "memoryTotalMib": "integer",
+        "headroomMibPerSlot": "number",
+        "mpsClientMemoryLimitMib": "integer",
+    }
 
 
 # --------------------------------------------------------------------------------------------------
@@ -353,8 +434,8 @@ def _refused(
     ("change", "path", "reason"),
     [
         (
-            lambda i: i["pools"][1]["sharing"].update(measuredMiB=0),
-            "pools[1].sharing.measuredMiB",
+            lambda i: i["pools"][1]["sharing"].update(measuredMib=0),
+            "pools[1].sharing.measuredMib",
             "must be > 0",
         ),
         (
@@ -375,8 +456,9 @@ def test_a_bad_input_fails_with_the_stack_loaders_key_path_message(
     inputs = copy.deepcopy(stack_inputs("prod"))
     inputs["pools"][0].setdefault("labels", {})
     change(inputs)
-    loader = _loader_message(tmp_path, inputs)
-    assert loader == f"Pulumi.prod.yaml: gpushare:{path}: {reason}"
+    loader = _loader_message(tmp_path, stack_file_names(inputs))
+    # The loader names the stack file's key (`measuredMiB`), the component its input (`measuredMib`).
+    assert loader == f"Pulumi.prod.yaml: gpushare:{path.replace('Mib', 'MiB')}: {reason}"
     error, errors = _refused(provider, inputs)
     assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert error.details() == loader.replace("Pulumi.prod.yaml", f"GpuSharingCluster {NAME}", 1)
@@ -487,11 +569,14 @@ def test_the_docs_example_is_valid_and_gives_the_seeds_t4_slots(provider: Compon
                 "gpu": "T4",
                 "instanceType": "GN7.2XLARGE32",
                 "nodes": {"min": 1, "max": 1, "desired": 1},
-                "sharing": {"mode": "time-slicing", "measuredMiB": 4401, "measuredAt": "2025-06-01"},
+                "sharing": {"mode": "time-slicing", "measuredMib": 4401, "measuredAt": "2025-06-01"},
             }
         ],
     }
     state, hosted = construct(provider, example)
+    # The capacity plan under the schema's names.
+    [pool] = state["capacity"]["pools"]
+    assert (pool["memoryUsedMib"], pool["memoryTotalMib"], pool["replicas"]) == (13203, 15360, 3)
     # floor(0.9 x 15360 / 4401) = 3 on the one T4.
     assert (state["totalSlots"], state["slotsBefore"]) == (3, 1)
     assert [r.name for r in hosted.resources if r.type == "tencentcloud:Kubernetes/nodePool:NodePool"] == [

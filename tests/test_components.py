@@ -163,7 +163,10 @@ def test_managed_plugin_parked_gets_a_selector_no_node_has() -> None:
     assert patch.inputs["metadata"] == {
         "name": "nvidia-device-plugin-daemonset",
         "namespace": "kube-system",
-        "annotations": {"pulumi.com/patchForce": "true"},
+        "annotations": {
+            "pulumi.com/patchForce": "true",
+            "pulumi.com/patchFieldManager": "gpushare-tke-device-plugin",
+        },
     }
     assert patch.inputs["spec"] == {
         "template": {"spec": {"nodeSelector": {"gpushare.io/managed-plugin": "parked"}}}

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
 import sys
 from importlib import metadata
 
@@ -37,7 +38,7 @@ def distribution_name(requirement: str) -> str:
 
 def test_every_third_party_import_is_a_declared_dependency() -> None:
     requires = metadata.requires("gpushare") or []
-    declared = {distribution_name(r) for r in requires}
+    declared = {distribution_name(r) for r in requires}  # the core's and every extra's
     providers = metadata.packages_distributions()
     missing = {
         module: providers.get(module)
@@ -48,9 +49,61 @@ def test_every_third_party_import_is_a_declared_dependency() -> None:
     assert sorted(missing) == ["google", "grpc"], missing
 
 
+def _requirement(requirement: str) -> str:
+    return requirement.split(";", 1)[0].strip()
+
+
 def test_dependencies_are_pinned() -> None:
-    requires = metadata.requires("gpushare") or []
-    assert (
-        requires
-        and [r for r in requires if not re.fullmatch(r"[A-Za-z0-9._-]+==[0-9][0-9A-Za-z.]*", r)] == []
+    requires = [_requirement(r) for r in metadata.requires("gpushare") or []]
+    own = [r for r in requires if distribution_name(r) == "gpushare"]  # `all`: the other extras
+    assert own == ["gpushare[offline,program,verify]"] or own == ["gpushare[program,offline,verify]"]
+    pins = [r for r in requires if r not in own]
+    assert pins and [r for r in pins if not re.fullmatch(r"[A-Za-z0-9._-]+==[0-9][0-9A-Za-z.]*", r)] == []
+
+
+def test_the_core_is_what_the_policy_pack_imports() -> None:
+    """`pip install gpushare` (the pack's requirements.txt) brings pydantic and PyYAML, nothing heavy;
+    render/check, verify and the program are extras."""
+    core = sorted(r for r in metadata.requires("gpushare") or [] if ";" not in r)
+    assert core == ["PyYAML==6.0.3", "pydantic==2.14.3"]
+    extras = metadata.metadata("gpushare").get_all("Provides-Extra")
+    assert sorted(extras or []) == ["all", "offline", "program", "verify"]
+
+
+# What the pack's own environment lacks (policies/requirements.txt: gpushare's core, pulumi, pulumi-policy,
+# pydantic, PyYAML): importing the rules must reach none of them.
+HEAVY = (
+    "kubernetes",
+    "pulumi_kubernetes",
+    "tencentcloud_iac_pulumi",
+    "kubernetes_validate",
+    "jsonschema",
+    "referencing",
+    "helm",
+    "ruamel",
+    "prometheus_client",
+    "urllib3",
+)
+
+
+def test_the_policy_rules_import_nothing_from_the_extras() -> None:
+    blocker = (
+        "import sys\n"
+        f"HEAVY = {HEAVY!r}\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in HEAVY:\n"
+        "            raise ImportError(f'{name} is not in the pack environment')\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "import gpushare_policies.rules\n"
+        "print(len(gpushare_policies.rules.POLICIES))\n"
     )
+    done = subprocess.run(
+        [sys.executable, "-c", blocker],
+        cwd=PROJECT_DIR / "policies",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (done.returncode, done.stderr) == (0, "")

@@ -103,8 +103,9 @@ def test_every_manifests_first_line_says_how_to_apply_it(
             ]
             assert release, name
         elif "patch_" in name:
-            assert (
-                first == f"# server-side apply patch: kubectl apply --server-side --force-conflicts -f {name}"
+            assert first == (
+                "# server-side apply patch: kubectl apply --server-side --force-conflicts "
+                f"--field-manager=gpushare-tke-device-plugin -f {name}"
             )
         else:
             assert first == f"# apply: kubectl apply --server-side -f {name}"

@@ -147,14 +147,19 @@ def by_policy(diagnostics: list[Diagnostic]) -> dict[str, str]:
     return {d.policy_name: d.message.split("\n", 1)[1] for d in diagnostics}
 
 
-def test_a_foreign_program_gets_its_untuned_replicas_reported(foreign_report: PackReport) -> None:
-    mandatory = by_policy(foreign_report.mandatory)
-    assert sorted(mandatory) == [
+def test_a_foreign_program_gets_its_untuned_replicas_reported_as_advice(foreign_report: PackReport) -> None:
+    """Without `gpushare:` config the pack advises: it judges another team's program by what its resources
+    carry, and blocks nothing (policies/gpushare_policies/settings.py, pack_enforcement_level)."""
+    assert foreign_report.mandatory == []
+    advisory = by_policy(foreign_report.advisory)
+    assert sorted(advisory) == [
         "fail-requests-greater-than-one",
+        "judged-without-stack-config",
+        "plugin-image-pinned",
         "plugin-restarts-on-config-change",
         "time-slicing-replicas-tuned",
     ]
-    assert mandatory["time-slicing-replicas-tuned"].startswith(
+    assert advisory["time-slicing-replicas-tuned"].startswith(
         'ConfigMap kube-system/time-slicing-config key "any": nvidia.com/gpu replicas 10 is not tuned: no '
         "stack config to look up pool 'any' (the stack has no gpushare: config (a program gpushare did not "
         "write)) and no readable gpushare.io/tuning-any annotation."
@@ -164,7 +169,6 @@ def test_a_foreign_program_gets_its_untuned_replicas_reported(foreign_report: Pa
 
 def test_a_foreign_program_is_told_what_was_not_judged(foreign_report: PackReport) -> None:
     advisory = by_policy(foreign_report.advisory)
-    assert sorted(advisory) == ["judged-without-stack-config", "plugin-image-pinned"]
     assert advisory["judged-without-stack-config"] == (
         "The stack has no gpushare: config (a program gpushare did not write): judged by what its resources "
         'carry. Not judged: the tuned maximum of ConfigMap kube-system/time-slicing-config key "any" '
@@ -180,8 +184,11 @@ def test_a_foreign_program_is_told_what_was_not_judged(foreign_report: PackRepor
 def test_a_foreign_program_without_any_stack_config_is_judged_the_same(copied_pack: Path) -> None:
     _, resources = foreign_resources()
     report = run_pack(copied_pack, resources, copy_python(), stack="dev", project="other", config={})
-    assert sorted(by_policy(report.mandatory)) == [
+    assert report.mandatory == []
+    assert sorted(by_policy(report.advisory)) == [
         "fail-requests-greater-than-one",
+        "judged-without-stack-config",
+        "plugin-image-pinned",
         "plugin-restarts-on-config-change",
         "time-slicing-replicas-tuned",
     ]
@@ -222,7 +229,7 @@ def test_a_foreign_config_annotated_with_its_measurement_is_judged_against_it(co
         *resources[1:],
     ]
     report = run_foreign(copied_pack, annotated)
-    tuned = by_policy(report.mandatory)["time-slicing-replicas-tuned"]
+    tuned = by_policy(report.advisory)["time-slicing-replicas-tuned"]
     # floor(0.9 x 15360 MiB / 4401 MiB) = floor(3.14) = 3 (T4's memory from the catalog).
     assert tuned.startswith(
         'ConfigMap kube-system/time-slicing-config key "any": nvidia.com/gpu replicas 10 exceeds the tuned '
@@ -231,3 +238,31 @@ def test_a_foreign_config_annotated_with_its_measurement_is_judged_against_it(co
     assert "floor(0.9 x 15360 MiB T4 / 4401 MiB measured, annotation gpushare.io/tuning-any)" in tuned
     not_judged = by_policy(report.advisory)["judged-without-stack-config"]
     assert "the tuned maximum" not in not_judged and "where the device plugins land" in not_judged
+
+
+def test_a_credential_that_reaches_the_engine_as_a_secret_is_never_a_finding(copied_pack: Path) -> None:
+    """Through the analyzer protocol: Remediate sees the secret (and notes it), AnalyzeStack judges."""
+    from gpushare_policies.props import SECRET_SIGNATURE, SECRET_SIGNATURE_KEY
+
+    urn = "urn:pulumi:prod::gpushare::pulumi:providers:tencentcloud::tencentcloud"
+
+    def provider(secret_key: Any) -> AnalyzedResource:
+        properties = {"region": "ap-singapore", "secretKey": secret_key}
+        return AnalyzedResource(
+            "pulumi:providers:tencentcloud", "tencentcloud", urn, properties, outputs=properties
+        )
+
+    resources, config, secret_keys = stack_resources("prod")
+    common: dict[str, Any] = {
+        "stack": "prod",
+        "project": PROJECT,
+        "config": config,
+        "secret_keys": secret_keys,
+    }
+    vaulted = {SECRET_SIGNATURE_KEY: SECRET_SIGNATURE, "value": "from-a-vault"}
+    report = run_pack(copied_pack, [*resources, provider(vaulted)], copy_python(), **common)
+    assert "no-plaintext-cloud-secrets" not in by_policy(report.mandatory)
+    report = run_pack(copied_pack, [*resources, provider("from-a-vault")], copy_python(), **common)
+    assert by_policy(report.mandatory)["no-plaintext-cloud-secrets"].startswith(
+        "provider tencentcloud: `secretKey` is set in the program"
+    )

@@ -297,10 +297,11 @@ def test_the_kubeconfig_is_looked_up_by_the_stacks_cluster_id_through_the_tke_pr
     assert provider.secret_input_paths == ["kubeconfig"]
 
 
-# pyproject.toml's dependencies pin each provider SDK (requirements.txt installs that distribution); its
-# typed classes ask the engine for that provider version.
+# pyproject.toml's `program` extra pins each provider SDK (requirements.txt installs that distribution with
+# it); its typed classes ask the engine for that provider version.
 def pinned_version(distribution: str) -> str:
-    dependencies = tomllib.loads((PROJECT_DIR / "pyproject.toml").read_text())["project"]["dependencies"]
+    project = tomllib.loads((PROJECT_DIR / "pyproject.toml").read_text())["project"]
+    dependencies = project["optional-dependencies"]["program"]
     pins = dict(requirement.split("==", 1) for requirement in dependencies if "==" in requirement)
     return pins[distribution].strip()
 

@@ -148,12 +148,15 @@ def test_prod_l20_daemonset_and_managed_plugin_patch(rendered: dict[str, RenderR
 
     text = read(prod, MANAGED_PATCH)
     assert text.startswith(
-        "# server-side apply patch: kubectl apply --server-side --force-conflicts -f "
-        "daemonsetpatch_kube-system_nvidia-device-plugin-daemonset.yaml\n"
+        "# server-side apply patch: kubectl apply --server-side --force-conflicts "
+        "--field-manager=gpushare-tke-device-plugin -f daemonsetpatch_kube-system_nvidia-device-plugin-daemonset.yaml\n"
     )
     patch = yaml.safe_load(text)
     assert (patch["apiVersion"], patch["kind"]) == ("apps/v1", "DaemonSet")  # the base kind, not ...Patch
-    assert patch["metadata"]["annotations"] == {"pulumi.com/patchForce": "true"}
+    assert patch["metadata"]["annotations"] == {
+        "pulumi.com/patchForce": "true",
+        "pulumi.com/patchFieldManager": "gpushare-tke-device-plugin",
+    }
     assert "selector" not in patch["spec"]  # partial: what the patch owns and nothing else
     adopted = patch["spec"]["template"]["spec"]["containers"][0]
     assert "--config-file=/etc/nvidia/time-slicing-config/t4" in adopted["args"]

@@ -17,7 +17,21 @@ if TYPE_CHECKING:
     from gpushare.offline.check import CheckResult
 
 
+def _pack_dir(args: argparse.Namespace) -> Path | None:
+    """`--policy-pack DIR`, checked before anything renders: a pack directory holds PulumiPolicy.yaml."""
+    if args.policy_pack is None:
+        return None
+    pack = Path(args.policy_pack)
+    if not (pack / "PulumiPolicy.yaml").is_file():
+        what = "no such directory" if not pack.is_dir() else "no PulumiPolicy.yaml in it"
+        raise UnreadableInputError(
+            f"--policy-pack {args.policy_pack}: {what} (a policy pack's directory holds PulumiPolicy.yaml)"
+        )
+    return pack
+
+
 def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
+    _pack_dir(args)
     refuse_bad_stack_early(args)
     # The offline runner imports the Pulumi SDKs: only for check, and before run_offline freezes the heap.
     from gpushare.offline.check import check_stack
@@ -49,6 +63,7 @@ def _check(check_stack: Callable[..., CheckResult], args: argparse.Namespace, ou
         Path(args.dir),
         args.stack,
         policy_config=policy_config,
+        pack_dir=_pack_dir(args),
         chart_sources=chart_sources_from(args),
     )
     report = result.report
@@ -72,5 +87,10 @@ def add_parser(sub: Any) -> None:
     )
     stack_arguments(p)
     p.add_argument("--policy-config", metavar="FILE", help="a --policy-pack-config JSON file")
+    p.add_argument(
+        "--policy-pack",
+        metavar="DIR",
+        help="the policy pack to run (default: the project's policies/), as `pulumi preview --policy-pack DIR`",
+    )
     chart_arguments(p)
     p.set_defaults(run=cmd_check)

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
-from gpushare.cli import advise, catalog, check, measure, plan, render, tune, validate, verify
+from gpushare.cli import advise, catalog, check, init, measure, plan, render, tune, validate, verify
 from gpushare.cli.offline_run import Terminated
 from gpushare.errors import EXIT_CODES_HELP, GpushareError
 from gpushare.project_dir import NoProjectError, project_dir
@@ -39,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_parser(sub)
     advise.add_parser(sub)
     measure.add_parser(sub)
+    init.add_parser(sub)
     return parser
 
 

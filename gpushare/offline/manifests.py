@@ -113,8 +113,11 @@ class Manifest:
     def header(self) -> str:
         # The first line says how to apply the file by hand (`pulumi up` applies everything).
         if self.is_patch:
-            force = self.document.get("metadata", {}).get("annotations", {}).get(PATCH_FORCE_ANNOTATION)
-            flags = " --force-conflicts" if force == "true" else ""
+            annotations = self.document.get("metadata", {}).get("annotations", {})
+            flags = " --force-conflicts" if annotations.get(PATCH_FORCE_ANNOTATION) == "true" else ""
+            # By hand as by Pulumi: the same field manager, so a later hand-back drops what this set.
+            manager = annotations.get("pulumi.com/patchFieldManager")
+            flags += f" --field-manager={manager}" if manager else ""
             lines = [f"# server-side apply patch: kubectl apply --server-side{flags} -f {self.file_name}"]
         else:
             lines = [f"# apply: kubectl apply --server-side -f {self.file_name}"]

@@ -138,6 +138,7 @@ class RecordingMonitor(MockMonitor):
                     *(MessageToDict(alias) for alias in request.aliases),
                     *({"urn": urn} for urn in request.aliasURNs),
                 ],
+                retain_on_delete=bool(request.retainOnDelete),
             )
         )
         return response

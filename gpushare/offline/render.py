@@ -303,6 +303,8 @@ def _resource_record(resource: RecordedResource) -> dict[str, Any]:
         "replaceOnChanges": resource.replace_on_changes,
         "ignoreChanges": resource.ignore_changes,
         "deleteBeforeReplace": resource.delete_before_replace,
+        # Only where set (the patches of TKE's DaemonSet), so the other records stay as they were.
+        **({"retainOnDelete": True} if resource.retain_on_delete else {}),
         "dependencies": resource.dependencies,
         "inputs": resource.inputs,
         "secretInputs": resource.secret_input_paths,

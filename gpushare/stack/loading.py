@@ -22,6 +22,8 @@ from gpushare.stack.messages import _describe
 from gpushare.stack.model import PROJECT, StackConfig
 from gpushare.stack.placeholders import _placeholder_problems
 from gpushare.stack.reader import _read_stack_document
+from gpushare.stack.tencentcloud_keys import NAMESPACE as TENCENTCLOUD
+from gpushare.stack.tencentcloud_keys import PROVIDER_KEYS, known_keys
 from gpushare.suggest import did_you_mean
 
 _CONFIG_FIELDS = {
@@ -52,7 +54,9 @@ def from_config_values(
         if key not in secrets:
             problems.append(f"{source}: {key}: must be a secret (pulumi config set --secret {key} ...)")
     problems.extend(_unpassable_problems(values, source))
-    problems.extend(_credential_problems(values, secrets, source))
+    credential_problems = _credential_problems(values, secrets, source)
+    problems.extend(credential_problems)
+    problems.extend(_unknown_tencentcloud_keys(values, source, already=credential_problems))
     problems.extend(_placeholder_problems(values, source))
     unknown = sorted(
         key
@@ -78,6 +82,11 @@ def from_config_values(
             data[alias] = values[key]
     if "tencentcloud:region" in values:
         data["region"] = values["tencentcloud:region"]
+    data["providerKeys"] = sorted(
+        key.split(":", 1)[1]
+        for key in values
+        if key.startswith(f"{TENCENTCLOUD}:") and key != "tencentcloud:region"
+    )
     if f"{PROJECT}:cluster" not in values:
         raise ConfigError(
             "missing (set the TKE cluster: {id, vpcId, subnetIds, kubernetesVersion})",
@@ -90,6 +99,22 @@ def from_config_values(
         )
     except ValidationError as err:
         raise ConfigError("\n".join(_describe(err, source))) from None
+
+
+def _unknown_tencentcloud_keys(
+    values: Mapping[str, Any], source: str, *, already: list[str]
+) -> Iterator[str]:
+    """A `tencentcloud:` key the pinned provider does not read would be dropped without a word (the
+    explicit provider gets only the keys it knows): refused with the closest known key, as `gpushare:` keys
+    are. A key the credential check already refused is not named twice."""
+    for key in sorted(values):
+        namespace, _, name = key.partition(":")
+        if namespace != TENCENTCLOUD or name in PROVIDER_KEYS or any(f": {key}: " in p for p in already):
+            continue
+        yield (
+            f"{source}: {key}: unknown key{did_you_mean(key, known_keys())} (the TencentCloud provider "
+            f"reads: {', '.join(sorted(PROVIDER_KEYS))})"
+        )
 
 
 def _unpassable_problems(values: Mapping[str, Any], source: str) -> Iterator[str]:

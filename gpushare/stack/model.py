@@ -405,6 +405,9 @@ class StackConfig(_Model):
     pools: tuple[Pool, ...] = Field(min_length=1)
     protect_pools: bool = Field(default=False, alias="protectPools")
     has_kubeconfig: bool = Field(default=False, alias="hasKubeconfig")
+    provider_keys: tuple[str, ...] = Field(default=(), alias="providerKeys")
+    """The `tencentcloud:` keys the stack sets besides `region` (names only: values may be secrets), each a
+    key of `gpushare.stack.tencentcloud_keys.PROVIDER_KEYS`; the program hands them to its provider."""
     config_env_bytes: int = Field(default=0, alias="configEnvBytes")
     """The size of the config as the CLI hands it to a policy pack (PULUMI_CONFIG); 0 if not known."""
 

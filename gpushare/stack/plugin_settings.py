@@ -48,6 +48,10 @@ class ManagedPlugin(_Model):
     namespace: str = "kube-system"
     # As in NVIDIA's static manifest, which TKE's DaemonSet follows (UNVERIFIED: check with kubectl).
     container_name: str = Field(default="nvidia-device-plugin-ctr", alias="containerName")
+    # With optOut: give TKE's DaemonSet back as TKE shipped it (the patch park or adopt left is re-applied
+    # with TKE's own nodeSelector and `tkeArgs`, and retained), docs/tke-device-plugin.md.
+    hand_back: bool = Field(default=False, alias="handBack")
+    tke_args: tuple[str, ...] = Field(default=kube_names.TKE_PLUGIN_ARGS, alias="tkeArgs")
 
     @field_validator("name")
     @classmethod
@@ -59,12 +63,22 @@ class ManagedPlugin(_Model):
     def _dns_label(cls, value: str) -> str:
         return _syntax(kube_syntax.dns1123_label_problem, value)
 
+    @field_validator("tke_args", mode="before")
+    @classmethod
+    def _args_list(cls, value: Any) -> Any:
+        # DevicePlugin's mode-default validator hands this model a Python dict (strict: no list -> tuple).
+        return tuple(value) if isinstance(value, list) else value
+
     @model_validator(mode="after")
     def _adopt_needs_pool(self) -> ManagedPlugin:
         if self.action == "adopt" and not self.pool:
             raise ValueError("adopt needs `pool`: the pool whose plugin TKE's DaemonSet becomes")
         if self.action != "adopt" and self.pool:
             raise ValueError("`pool` only applies to action adopt")
+        if self.hand_back and self.action != "optOut":
+            raise ValueError(
+                f"`handBack` only applies to action optOut (it gives TKE's DaemonSet back), not {self.action}"
+            )
         return self
 
     @property

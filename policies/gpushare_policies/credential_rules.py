@@ -7,6 +7,14 @@ What a pack can see: `pulumi_policy` unwraps secrets before `validate` (pulumi_p
 inputs (tencentcloud_iac_pulumi/provider.py). So the rule asks where a credential came from instead:
 - a value equal to the environment variable the pack also sees came from the environment: fine;
 - a value equal to the stack config's `tencentcloud:<name>`: fine if that key is a secret (checked below);
+- a value equal to any other stack config value (another key, an ESC environment's value) came from the
+  config, not from the code: fine;
+- a value that reached the engine as a secret (a vault's, `pulumi.Output.secret`, ...) is never a finding,
+  whatever key it came from. Analyze and AnalyzeStack see no secrets, but Remediate does (the SDK keeps
+  `Secret` markers there), and the engine calls it for every resource first: the policy
+  `credential-secrecy-noted` (level remediate, it changes nothing) notes which credential inputs of each
+  TencentCloud provider arrived as secrets. Configured to another level, nothing is noted and only the
+  value checks above decide.
 - any other value was typed into the program (or read from some plain file): a violation.
 Stack config: every key gpushare requires to be secret (`gpushare.stack.credentials.SECRET_KEYS`) must be a
 secret key (see policies/gpushare_policies/settings.py for where the pack learns which keys are secret; when it cannot
@@ -20,7 +28,15 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
-from pulumi_policy import ReportViolation, StackValidationArgs, StackValidationPolicy
+from pulumi_policy import (
+    EnforcementLevel,
+    ReportViolation,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
+from pulumi_policy.secret import Secret
 
 from gpushare.resource_types import TENCENTCLOUD_PROVIDER
 from gpushare.stack.credentials import SECRET_KEYS
@@ -35,6 +51,30 @@ CREDENTIAL_INPUTS: Final = {
     for key in sorted(SECRET_KEYS)
     if key.startswith(f"{_PROVIDER_NAMESPACE}:")
 }
+
+
+# Provider URN -> its credential inputs that reached the engine as secrets (noted in Remediate).
+_SECRET_CREDENTIALS: dict[str, frozenset[str]] = {}
+
+
+def _secret_inputs(props: Any) -> frozenset[str]:
+    """The top-level inputs of `props` (Remediate's proxy) that are `Secret`s. The proxies unwrap secrets
+    on access; their `"__target"` item is how pulumi_policy itself reaches the marked values (serialize)."""
+    target = props
+    for _ in range(2):  # the unknown-checking proxy around the secrets-preserving one
+        try:
+            target = target["__target"]
+        except (KeyError, TypeError):
+            break
+    if not isinstance(target, Mapping):
+        return frozenset()
+    return frozenset(name for name, value in target.items() if isinstance(value, Secret))
+
+
+def _note_secret_credentials(args: ResourceValidationArgs) -> None:
+    if args.resource_type == TENCENTCLOUD_PROVIDER:
+        _SECRET_CREDENTIALS[args.urn] = _secret_inputs(args.props) & set(CREDENTIAL_INPUTS)
+    return None  # changes nothing
 
 
 def _tencentcloud_providers(args: StackValidationArgs) -> Iterator[tuple[Mapping[str, Any], Resource]]:
@@ -63,18 +103,21 @@ def _check_credentials(args: StackValidationArgs, report_violation: ReportViolat
                     f"with `pulumi config set --secret {key} ...`, or drop it and use the environment.",
                     None,
                 )
+    config_values = {text(value) for value in stack.values.values()} - {None}
     for raw_props, provider in _tencentcloud_providers(args):
+        secret = _SECRET_CREDENTIALS.get(provider.urn, frozenset())
         for name, env_var in CREDENTIAL_INPUTS.items():
             value = text(provider.props.get(name))
             if (
                 value is None
+                or name in secret
                 or is_secret_envelope(raw_item(raw_props, name))
                 or value == os.environ.get(env_var)
             ):
                 continue
             config_key = f"{_PROVIDER_NAMESPACE}:{name}"
-            if value == stack.values.get(config_key):
-                continue  # from the stack config: its secrecy is checked above
+            if value in config_values:
+                continue  # from the stack config (this key's secrecy is checked above), or another key
             report_violation(
                 f"provider {provider.name}: `{name}` is set in the program, neither from {env_var} nor from "
                 f"the stack config {config_key}, so the credential sits in plain text in the code or a file "
@@ -92,4 +135,13 @@ NO_PLAINTEXT_CLOUD_SECRETS: Final = StackValidationPolicy(
     "to the environment (TENCENTCLOUD_SECRET_ID/KEY); never type it into the program.",
 )
 
-CREDENTIAL_POLICIES: Final = (NO_PLAINTEXT_CLOUD_SECRETS,)
+CREDENTIAL_SECRECY_NOTED: Final = ResourceValidationPolicy(
+    name="credential-secrecy-noted",
+    description="Notes which TencentCloud provider credentials reach the engine as secrets, for "
+    "no-plaintext-cloud-secrets (changes nothing, reports nothing).",
+    validate=lambda args, report_violation: None,
+    remediate=_note_secret_credentials,
+    enforcement_level=EnforcementLevel.REMEDIATE,
+)
+
+CREDENTIAL_POLICIES: Final = (CREDENTIAL_SECRECY_NOTED, NO_PLAINTEXT_CLOUD_SECRETS)

@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from pulumi_policy import PolicyConfigSchema, ReportViolation
+from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ReportViolation
 
 from gpushare.errors import GpushareError
 from gpushare.stack.credentials import SECRET_KEYS
@@ -120,6 +120,25 @@ class StackFacts:
         if self.config is None:
             return f"no stack config to look up pool {name!r} ({self.problem})"
         return f"no pool {name!r} in the stack config"
+
+
+def pack_enforcement_level(environ: Mapping[str, str]) -> EnforcementLevel:
+    """The pack's own level, for every policy that sets none: mandatory for a gpushare stack, advisory on a
+    program gpushare did not write. The CLI hands an analysed stack's config over in PULUMI_CONFIG (`{}`
+    when it has none); a stack whose config names no `gpushare:` key is another team's, judged by what its
+    resources carry, so its findings advise rather than block. Without PULUMI_CONFIG at all (`pulumi policy
+    publish` asks for the policies without any stack) the levels are the ones published: mandatory. A
+    policy config (`--policy-pack-config`, a policy group's) still sets any level it names."""
+    config_json = environ.get("PULUMI_CONFIG")
+    if config_json is None:
+        return EnforcementLevel.MANDATORY
+    try:
+        config = json.loads(config_json) if config_json.strip() else {}
+    except ValueError:
+        return EnforcementLevel.MANDATORY  # unreadable: current_stack() reports it; do not go soft
+    if isinstance(config, dict) and not any(str(key).startswith(f"{PROJECT}:") for key in config):
+        return EnforcementLevel.ADVISORY
+    return EnforcementLevel.MANDATORY
 
 
 def current_stack() -> StackFacts:
