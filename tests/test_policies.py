@@ -322,16 +322,25 @@ def test_pack_has_every_required_policy_with_its_level() -> None:
     assert set(names) >= REQUIRED_NAMES
     advisory = {p.name for p in rules.POLICIES if p.enforcement_level == EnforcementLevel.ADVISORY}
     assert advisory == ADVISORY_NAMES
-    # The rest inherit the pack's level from policies/__main__.py (mandatory on gpushare stacks); one only
-    # notes, in Remediate, which credentials arrived as secrets.
+    # The rest inherit the pack's level from policies/__main__.py (mandatory on gpushare stacks, advisory on
+    # other programs); one only notes, in Remediate, which credentials arrived as secrets; the workload rules
+    # of what cannot work stay mandatory on every program (issue 36), and workload-fits-pool speaks only in
+    # gpushare's own program, where it is mandatory.
     levels = {
         p.name: p.enforcement_level
         for p in rules.POLICIES
         if p.enforcement_level not in (None, EnforcementLevel.ADVISORY)
     }
-    assert levels == {"credential-secrecy-noted": EnforcementLevel.REMEDIATE}
+    assert levels == {
+        "credential-secrecy-noted": EnforcementLevel.REMEDIATE,
+        "workload-gpu-request": EnforcementLevel.MANDATORY,
+        "workload-gpu-resource-offered": EnforcementLevel.MANDATORY,
+        "workload-tolerates-pool-taints": EnforcementLevel.MANDATORY,
+        "workload-fits-pool": EnforcementLevel.MANDATORY,
+    }
     # Every mandatory policy says what to change (PolicyInfo.remediation_steps, shown by the service).
-    assert [p.name for p in rules.POLICIES if p.enforcement_level is None and not p.remediation_steps] == []
+    mandatory = (None, EnforcementLevel.MANDATORY)
+    assert [p.name for p in rules.POLICIES if p.enforcement_level in mandatory and not p.remediation_steps] == []
     main = (PROJECT_DIR / "policies" / "__main__.py").read_text()
     assert (
         'PolicyPack(name="gpushare"' in main

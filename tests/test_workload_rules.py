@@ -20,7 +20,7 @@ import jsonschema  # type: ignore[import-untyped]
 import pytest
 import yaml
 from conftest import FIXTURES, PROJECT_DIR
-from pulumi_policy import StackValidationPolicy
+from pulumi_policy import EnforcementLevel, StackValidationPolicy
 from test_policies import Res, _isolated_environment, program, stack_messages, use_stack
 
 from gpushare import workload_fit
@@ -236,7 +236,9 @@ def test_in_gpushares_own_program_what_may_wait_is_mandatory(use_stack: Any) -> 
     own = Res(over.type, over.name, over.props, "prod")
     found = findings([*program("prod").resources, own], None)
     assert found == {"over-replicated": [("workload-fits-pool", EXPECTED["over-replicated"][1])]}
-    assert rules.POLICIES_BY_NAME["workload-fits-pool"].enforcement_level is None  # the pack's MANDATORY
+    # Its own level, not the pack's (advisory on programs without gpushare: config): it speaks only in
+    # gpushare's own program, where what may wait blocks.
+    assert rules.POLICIES_BY_NAME["workload-fits-pool"].enforcement_level == EnforcementLevel.MANDATORY
 
 
 def test_a_misspelt_plan_key_is_reported(plan_config: dict[str, Any]) -> None:

@@ -178,18 +178,23 @@ WORKLOAD_GPU_REQUEST_POLICY: Final = _policy(
     _judging(WORKLOAD_GPU_REQUEST, lambda p: True),
     "Set the GPU resource's requests equal to its limits (or limits alone); ask for one slot per container "
     "on a shared pool and run more replicas; keep a pod within one node's slots.",
+    # Mandatory whatever the pack's own level: what cannot work blocks in every program, while the pack
+    # turns advisory on programs without gpushare: config (settings.pack_enforcement_level).
+    EnforcementLevel.MANDATORY,
 )
 WORKLOAD_GPU_RESOURCE_OFFERED_POLICY: Final = _policy(
     WORKLOAD_GPU_RESOURCE_OFFERED,
     "A GPU workload asks for a resource the pools it reaches offer (their mode and MIG strategy decide).",
     _judging(WORKLOAD_GPU_RESOURCE_OFFERED, lambda p: True),
     "Ask for a resource name the pool offers (the message lists them), or select a pool that offers it.",
+    EnforcementLevel.MANDATORY,
 )
 WORKLOAD_TOLERATES_POOL_TAINTS_POLICY: Final = _policy(
     WORKLOAD_TOLERATES_POOL_TAINTS,
     "A GPU workload tolerates the taints of the pools that offer its resource.",
     _judging(WORKLOAD_TOLERATES_POOL_TAINTS, lambda p: True),
     "Add the tolerations the message names to the pod template.",
+    EnforcementLevel.MANDATORY,
 )
 WORKLOAD_FITS_POOL_POLICY: Final = _policy(
     WORKLOAD_FITS_POOL,
@@ -198,6 +203,7 @@ WORKLOAD_FITS_POOL_POLICY: Final = _policy(
     _judging(WORKLOAD_FITS_POOL, lambda p: p.own),
     "Use the replica count, maxReplicas, maxSurge/maxUnavailable or memory the message names, or give the "
     "pool more nodes (nodes.max) or a measurement that fits the service.",
+    EnforcementLevel.MANDATORY,
 )
 WORKLOAD_FITS_POOL_ADVISORY_POLICY: Final = _policy(
     WORKLOAD_FITS_POOL_ADVISORY,
