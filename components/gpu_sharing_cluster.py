@@ -77,6 +77,7 @@ class GpuSharingCluster(pulumi.ComponentResource):
         node_pool_ids: dict[str, pulumi.Output[str]] = {}
         config_map_name: pulumi.Input[str] | None = None
         helm_release_names: list[str] = []
+        identity = kube_names.identity_annotations(stack.stack, stack.cluster.id)
 
         managed = plugin.managed_plugin
         opt_out = managed.action == "optOut"
@@ -124,13 +125,15 @@ class GpuSharingCluster(pulumi.ComponentResource):
         # nothing of TKE's (the pools' `nvidia-device-enable=disable` keeps its plugin off): nothing to wait for.
         handover: list[pulumi.Resource] = []
         if plugin.mode == "daemonsets":
-            config_map = TimeSlicingConfig(f"{name}-config", TimeSlicingConfigArgs(entries), child)
+            config_map = TimeSlicingConfig(
+                f"{name}-config", TimeSlicingConfigArgs(entries, identity=identity), child
+            )
             config_map_name = config_map.config_map_name
             if not opt_out:
                 handover.append(
                     ManagedDevicePlugin(
                         f"{name}-managed-plugin",
-                        ManagedDevicePluginArgs(managed, adopted, config_map.config_map_name),
+                        ManagedDevicePluginArgs(managed, adopted, config_map.config_map_name, identity),
                         pulumi.ResourceOptions(parent=cluster, depends_on=[config_map]),
                     ).patch
                 )
@@ -141,6 +144,7 @@ class GpuSharingCluster(pulumi.ComponentResource):
                     image=plugin.plugin_image,
                     config_map_name=config_map.config_map_name,
                     select_tke_switch=not opt_out,
+                    identity=identity,
                 ),
                 pulumi.ResourceOptions(parent=cluster, depends_on=[config_map, *handover]),
             )
@@ -148,7 +152,7 @@ class GpuSharingCluster(pulumi.ComponentResource):
             if not opt_out:
                 handover.append(
                     ManagedDevicePlugin(
-                        f"{name}-managed-plugin", ManagedDevicePluginArgs(managed), child
+                        f"{name}-managed-plugin", ManagedDevicePluginArgs(managed, identity=identity), child
                     ).patch
                 )
             after_handover = pulumi.ResourceOptions(parent=cluster, depends_on=handover)
@@ -163,7 +167,7 @@ class GpuSharingCluster(pulumi.ComponentResource):
                 helm_release_names.append(DEVICE_PLUGIN_RELEASE)
             else:
                 operator = GpuOperatorRelease(
-                    f"{name}-gpu-operator", GpuOperatorReleaseArgs(plan, entries), after_handover
+                    f"{name}-gpu-operator", GpuOperatorReleaseArgs(plan, entries, identity), after_handover
                 )
                 config_map_name = operator.device_plugin_config_name
                 helm_release_names.append(gpu_operator.RELEASE_NAME)

@@ -26,6 +26,9 @@ class ManagedDevicePluginArgs:
     # The adopted pool's config entry; None parks the DaemonSet.
     adopted: PluginConfigEntry | None = None
     config_map_name: pulumi.Input[str] = kube_names.CONFIG_MAP_NAME
+    # The stack and cluster the patch belongs to (kube_names.identity_annotations), read by verify and
+    # measure: in helm mode TKE's patched DaemonSet is the one object that says which stack owns the cluster.
+    identity: dict[str, str] | None = None
 
 
 def _parked_spec() -> k8s.apps.v1.DaemonSetSpecPatchArgs:
@@ -91,7 +94,9 @@ class ManagedDevicePlugin(pulumi.ComponentResource):
             f"{name}-patch",
             k8s.apps.v1.DaemonSetPatchArgs(
                 metadata=k8s.meta.v1.ObjectMetaPatchArgs(
-                    name=managed.name, namespace=managed.namespace, annotations=dict(PATCH_FORCE)
+                    name=managed.name,
+                    namespace=managed.namespace,
+                    annotations={**(args.identity or {}), **PATCH_FORCE},
                 ),
                 spec=spec,
             ),

@@ -25,6 +25,10 @@ LABEL_MPS_CAPABLE = "nvidia.com/mps.capable"
 
 ANNOTATION_CONFIG_SHA256 = "gpushare.io/config-sha256"
 ANNOTATION_TUNING_PREFIX = "gpushare.io/tuning-"
+# Which stack and TKE cluster an object of gpushare's belongs to: `verify` and `measure` refuse a cluster
+# whose gpushare objects name another (annotations: a stack name need not be a valid label value).
+ANNOTATION_STACK = "gpushare.io/stack"
+ANNOTATION_CLUSTER = "gpushare.io/cluster"
 
 CONFIG_MAP_NAME = "time-slicing-config"
 CONFIG_MAP_NAMESPACE = "kube-system"
@@ -56,6 +60,11 @@ NODE_LABELS_SET_BY_GPUSHARE = frozenset(
         LABEL_MPS_CAPABLE,
     }
 )
+
+
+def identity_annotations(stack: str, cluster_id: str) -> dict[str, str]:
+    """The annotations that tie one of gpushare's objects to its stack and cluster."""
+    return {ANNOTATION_STACK: stack, ANNOTATION_CLUSTER: cluster_id}
 
 
 def tuning_annotation(key: str) -> str:

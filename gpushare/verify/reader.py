@@ -523,3 +523,16 @@ def _read_snapshot(
         scheduling_events=tuple(events),
         denied=tuple(reader.denied.values()),
     )
+
+
+def read_objects(api: client.ApiClient, refs: tuple[ObjectRef, ...]) -> dict[ObjectRef, K8sObject]:
+    """The objects of `refs` that exist and may be read (404 and 403 leave them out), within the bounds
+    above: what `measure` reads to confirm the cluster's identity before anything else."""
+    with hard_stop(RUN_SECONDS + HARD_STOP_GRACE_SECONDS, str(api.configuration.host)):
+        reader = _Reader(api)
+        found: dict[ObjectRef, K8sObject] = {}
+        for ref in refs:
+            obj = reader.get(ref, ())
+            if isinstance(obj, dict):
+                found[ref] = obj
+        return found
