@@ -39,6 +39,7 @@ from gpushare.verify.memory_series import (
     vector_samples,
 )
 from gpushare.verify.memory_source import MemorySource
+from gpushare.verify.objects import resource_count as _count
 from gpushare.verify.report import Finding
 
 # (connect, read) seconds for one request, and for all GPU memory reads of one run together.
@@ -61,13 +62,6 @@ LOOKED_FOR = (
     "dcgm-exporter (labels app=nvidia-dcgm-exporter or app.kubernetes.io/name=dcgm-exporter, or its image), "
     "nvidia_gpu_exporter (its image), TKE's kube-system/nvidia-gpu-exporter"
 )
-
-
-def _count(value: Any) -> int:
-    try:
-        return max(0, int(str(value)))
-    except ValueError:
-        return 0
 
 
 def pod_gpu_resources(pod: Mapping[str, Any]) -> dict[str, int]:
