@@ -48,6 +48,7 @@ from gpushare.verify.memory_source import (
     MIN_WRITE_WINDOW_SECONDS,
     window_seconds,
 )
+from gpushare.yaml_bounds import loads_json_bounded
 
 EXIT_OK, EXIT_REFUSED, EXIT_CANNOT_MEASURE = 0, 1, 2
 # The `source:` text written into the stack file: one plain line of printable ASCII, at most this long
@@ -177,13 +178,21 @@ def _nodes(api: Any) -> list[dict[str, Any]]:
     from kubernetes import client
     from kubernetes.client.exceptions import ApiException
 
-    from gpushare.verify.reader import BoundedGet, ClusterUnavailable, MalformedAnswer
+    from gpushare.verify.reader import (
+        HARD_STOP_GRACE_SECONDS,
+        RUN_SECONDS,
+        BoundedGet,
+        ClusterUnavailable,
+        MalformedAnswer,
+        hard_stop,
+    )
 
     server = api.configuration.host
     try:
-        body = BoundedGet(api).read(
-            client.CoreV1Api(api).list_node, "list nodes", label_selector=kube_names.LABEL_POOL
-        )
+        with hard_stop(RUN_SECONDS + HARD_STOP_GRACE_SECONDS, str(server)):
+            body = BoundedGet(api).read(
+                client.CoreV1Api(api).list_node, "list nodes", label_selector=kube_names.LABEL_POOL
+            )
     except ApiException as err:
         raise ClusterUnavailable(
             f"{server}: list nodes failed: {err.status} {str(err.reason or '').strip()}"
@@ -195,7 +204,7 @@ def _nodes(api: Any) -> list[dict[str, Any]]:
             f"cannot reach the API server at {server}: {' '.join(str(err).split())[:200]}"
         ) from None
     try:
-        items = json.loads(body).get("items") or []
+        items = loads_json_bounded(body).get("items") or []
     except (ValueError, AttributeError):
         raise MalformedAnswer(f"{server}: list nodes: the answer is not a NodeList") from None
     if not isinstance(items, list) or not all(isinstance(n, dict) for n in items):
@@ -217,9 +226,9 @@ def cmd_measure(args: argparse.Namespace, out: TextIO) -> int:
     plan = build_plan(stack)
     from gpushare.verify.expectations import expected_cluster
     from gpushare.verify.identity import Identity, OtherCluster, confirm_identity, identity_refs
-    from gpushare.verify.memory_live import read_gpu_memory
+    from gpushare.verify.memory_live import TOTAL_SECONDS, read_gpu_memory
     from gpushare.verify.memory_observation import merge_scrapes
-    from gpushare.verify.reader import api_client, read_objects
+    from gpushare.verify.reader import HARD_STOP_GRACE_SECONDS, api_client, hard_stop, read_objects
 
     try:
         expected = expected_cluster(stack, plan)
@@ -243,7 +252,9 @@ def cmd_measure(args: argparse.Namespace, out: TextIO) -> int:
             for scrape in range(args.scrapes):
                 if scrape:
                     _sleep(args.interval)
-                scrapes.append(read_gpu_memory(api, nodes, names, source))
+                # Each scrape under verify's memory bounds, and a hard stop behind them.
+                with hard_stop(TOTAL_SECONDS + HARD_STOP_GRACE_SECONDS, server):
+                    scrapes.append(read_gpu_memory(api, nodes, names, source))
             live = merge_scrapes(scrapes) if len(scrapes) > 1 else scrapes[0]
     except OtherCluster as err:
         sys.stderr.write(f"measure: refused: {err}\n")

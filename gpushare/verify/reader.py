@@ -40,7 +40,7 @@ from gpushare.verify.report import (
     K8sObject,
 )
 from gpushare.verify.workload_checks import gpu_pending_pods
-from gpushare.yaml_bounds import YamlBoundError, YamlTooDeepError, check_flow_depth
+from gpushare.yaml_bounds import YamlBoundError, YamlTooDeepError, check_flow_depth, loads_json_bounded
 
 # Every request ends: connect within CONNECT_SECONDS, each read from the socket within READ_SECONDS, the
 # whole answer (headers and body) within REQUEST_SECONDS, and all of verify's reading within RUN_SECONDS
@@ -331,9 +331,10 @@ class _Reader:
         what = f"{verb} {resource}"
         try:
             body = self.http.read(request, what, **kwargs)
-            return self.api.deserialize(
-                body.decode("utf-8"), _ANSWER_TYPES[request.__name__], "application/json"
-            )
+            text = body.decode("utf-8")
+            # The client's deserialize recurses through json.loads: the depth is bounded first.
+            loads_json_bounded(text)
+            return self.api.deserialize(text, _ANSWER_TYPES[request.__name__], "application/json")
         except ApiException as err:
             if err.status == 404:
                 return NOT_FOUND
