@@ -282,6 +282,11 @@ def test_the_operator_stack_writes_a_valid_cluster_policy_naming_config_maps_of_
     # Both configs the operator reads are ConfigMaps of the render, in the operator's namespace.
     namespace = release.release.namespace
     spec = policy.document["spec"]
+    # Per-pod GPU memory under time-slicing (issue 34): the pinned chart passes both to the ClusterPolicy.
+    assert (spec["dcgmExporter"]["hostPID"], spec["dcgmExporter"]["env"]) == (
+        True,
+        [{"name": "KUBERNETES_VIRTUAL_GPUS", "value": "true"}],
+    )
     for name in (spec["devicePlugin"]["config"]["name"], spec["migManager"]["config"]["name"]):
         config_map = yaml.safe_load(
             (result.out_dir / f"manifests/configmap_{namespace}_{name}.yaml").read_text()
