@@ -433,7 +433,13 @@ def test_staging_installs_the_pinned_gpu_operator_with_tke_values(staging: Progr
     assert values["cdi"] == {"enabled": False}
     assert values["operator"] == {"runtimeClass": "runc"}
     assert values["nfd"] == {"enabled": True} and values["gfd"] == {"enabled": True}
-    assert values["dcgmExporter"] == {"enabled": True, "serviceMonitor": {"enabled": False}}
+    # Staging time-slices its L20s: per-pod series need both (issue 34; tests/test_gpu_operator.py).
+    assert values["dcgmExporter"] == {
+        "enabled": True,
+        "serviceMonitor": {"enabled": False},
+        "hostPID": True,
+        "env": [{"name": "KUBERNETES_VIRTUAL_GPUS", "value": "true"}],
+    }
     # h20's file says mixed, l20's none: an env override would be wrong for one of them.
     assert values["mig"] == {"strategy": ""}
     assert values["migManager"]["env"] == [{"name": "WITH_REBOOT", "value": "true"}]

@@ -153,7 +153,12 @@ def test_prod_l20_daemonset_and_managed_plugin_patch(rendered: dict[str, RenderR
     )
     patch = yaml.safe_load(text)
     assert (patch["apiVersion"], patch["kind"]) == ("apps/v1", "DaemonSet")  # the base kind, not ...Patch
-    assert patch["metadata"]["annotations"] == {"pulumi.com/patchForce": "true"}
+    # The stack and cluster the patch belongs to, which verify and measure read (issue 34).
+    assert patch["metadata"]["annotations"] == {
+        "gpushare.io/cluster": "cls-prod0001",
+        "gpushare.io/stack": "prod",
+        "pulumi.com/patchForce": "true",
+    }
     assert "selector" not in patch["spec"]  # partial: what the patch owns and nothing else
     adopted = patch["spec"]["template"]["spec"]["containers"][0]
     assert "--config-file=/etc/nvidia/time-slicing-config/t4" in adopted["args"]
