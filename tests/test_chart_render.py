@@ -559,7 +559,7 @@ def test_a_chart_is_downloaded_from_its_repository_into_the_cache_once(tmp_path:
 
 
 @pytest.mark.parametrize("command", ["render", "check"])
-def test_no_chart_source_is_one_line_exit_1_and_nothing_written(
+def test_no_chart_source_is_one_line_exit_2_and_nothing_written(
     command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     if HELM_STACK is None:
@@ -581,7 +581,7 @@ def test_no_chart_source_is_one_line_exit_1_and_nothing_written(
         patch.delenv("GPUSHARE_CHART_DIRS", raising=False)
         status = cli_main.main([*argv, *(["--out", str(out)] if command == "render" else [])])
     captured = capsys.readouterr()
-    assert status == 1
+    assert status == 2  # an input that cannot be read (errors.py), issue 34
     assert captured.out == ""
     cache = Path(os.environ["XDG_CACHE_HOME"]) / "gpushare/charts/nvidia-device-plugin-0.17.1"
     assert captured.err == (

@@ -153,6 +153,12 @@ def api_client(kubeconfig: str | None, context: str | None) -> client.ApiClient:
     try:
         explicit = kubeconfig or os.environ.get("KUBECONFIG")
         default = Path.home() / ".kube" / "config"
+        if not explicit and not default.exists() and not os.environ.get("KUBERNETES_SERVICE_HOST"):
+            # The client's own words for this are "Invalid kube-config file. No configuration found."
+            raise ClusterUnavailable(
+                f"no kubeconfig: {default} does not exist, $KUBECONFIG is not set, and this is not a pod "
+                "(no KUBERNETES_SERVICE_HOST); give --kubeconfig PATH"
+            )
         if explicit or default.exists() or not os.environ.get("KUBERNETES_SERVICE_HOST"):
             api = config.new_client_from_config(
                 config_file=kubeconfig,
