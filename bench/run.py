@@ -413,7 +413,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--results", type=Path, default=DEFAULT_RESULTS, help="JSON output")
     parser.add_argument("--plot", type=Path, default=DEFAULT_PLOT, help="PNG output")
     parser.add_argument("--keep", action="store_true", help="keep the scratch project and renders")
-    parser.add_argument("--strict", action="store_true", help="exit 1 also when a target could not be measured (n/a; a missed target always exits 1)")
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit 1 also when a target could not be measured (n/a; a missed target always exits 1)",
+    )
     parser.add_argument(
         "--report-only", action="store_true", help="measure nothing: print the table and plot from --results"
     )
