@@ -76,6 +76,26 @@ def test_a_page_dripped_a_byte_at_a_time_meets_the_request_deadline(
     assert code == 0
 
 
+def test_a_prometheus_answer_dripped_a_byte_at_a_time_meets_the_request_deadline(
+    server: FakeApiServer, kubeconfig: Path, prod_base: list[Obj], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(live, "REQUEST_SECONDS", 0.5)
+    server.load(with_tke(prod_base))
+    answer = b'{"status":"success","data":{"resultType":"vector","result":[]}}' * 4
+    server.override = lambda path, _: (
+        Reply(200, answer, drip_seconds=0.02) if path.startswith(PROMETHEUS_PATH) else None
+    )
+    out = io.StringIO()
+    args = ["verify", "--stack", "prod", "--kubeconfig", str(kubeconfig), "--json"]
+    started = time.monotonic()
+    code = cli_main.main([*args, "--prometheus", server.url + PROMETHEUS_PATH], out=out)
+    # Three metrics, each query cut off at 0.5 s (the answer would take 5 s): well under 4 s in all.
+    assert time.monotonic() - started < 4
+    problems = [m for _, o, m in memory(json.loads(out.getvalue())) if o == "prometheus"]
+    assert problems and all(m.endswith("no complete answer within 0.5 s") for m in problems)
+    assert code == 0
+
+
 def test_all_memory_reads_stop_at_the_total_deadline(
     server: FakeApiServer, kubeconfig: Path, prod_base: list[Obj], monkeypatch: pytest.MonkeyPatch
 ) -> None:
