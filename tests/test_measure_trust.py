@@ -294,3 +294,23 @@ def test_a_write_that_keeps_or_adds_slots_needs_no_flag(
     assert capsys.readouterr().err == (
         "slots before -> after: l20 8 -> 10\nwrote Pulumi.prod.yaml: l20 measuredMiB 4000, t4 measuredMiB 4000\n"
     )
+
+
+def test_a_peak_above_the_fallbacks_measurement_says_the_fallback_is_stale(
+    server: FakeApiServer,
+    kubeconfig: Path,
+    project: Path,
+    prod_base: list[Obj],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Prod's fallback `any` shares a T4 for 4621 MiB (floor(13824 / 4621) = 2 ways); the L20's new peak
+    # of 5939 MiB is larger, and measure does not rewrite the fallback: it says so.
+    objects = exclusive(prod_base) + exporter_objects("dcgm", seed_gpus(l20_used=5939, t4_used=4000))
+    code, _ = measure(server, kubeconfig, project, objects, "--write", "--allow-fewer-slots", *SCRAPES)
+    assert code == 0
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "note: the fallback `any` still shares each GPU 2 ways for 4621 MiB, less than l20's new peak of 5939 "
+        "MiB: a GPU node in no pool would be shared for smaller processes than yours; update "
+        "gpushare:sharing.fallback by hand"
+    )
+    assert (project / "Pulumi.prod.yaml").read_text().count("measuredMiB: 4621") == 1  # the fallback's

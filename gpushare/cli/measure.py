@@ -139,6 +139,22 @@ def _evidence_problem(args: argparse.Namespace) -> str | None:
     return None
 
 
+def _stale_fallback(plan: SharingPlan, updates: dict[str, NewMeasurement]) -> str | None:
+    """The fallback `any` is tuned by hand (gpushare:sharing.fallback): said when it shares for a process
+    smaller than a peak just written, since `measure` never rewrites it."""
+    tuning = plan.fallback.tuning
+    if not plan.fallback.shared or tuning is None:
+        return None
+    pool, largest = max(((name, u.measured_mib) for name, u in updates.items()), key=lambda item: item[1])
+    if largest <= tuning.measured_mib:
+        return None
+    return (
+        f"the fallback `{FALLBACK_KEY}` still shares each GPU {plan.fallback.replicas} ways for "
+        f"{tuning.measured_mib} MiB, less than {pool}'s new peak of {largest} MiB: a GPU node in no pool would "
+        "be shared for smaller processes than yours; update gpushare:sharing.fallback by hand"
+    )
+
+
 def _slot_changes(before: SharingPlan, after: SharingPlan) -> list[tuple[str, int, int]]:
     """(pool, its slots before, after; or the fallback key, its replicas per GPU) for every one the edit
     changes."""
@@ -333,6 +349,9 @@ def cmd_measure(args: argparse.Namespace, out: TextIO) -> int:
         commit(edit, path.name)
         changed = ", ".join(f"{pool} measuredMiB {u.measured_mib}" for pool, u in updates.items())
         sys.stderr.write(f"wrote {path.name}: {changed}\n")
+        stale = _stale_fallback(new_plan, updates)
+        if stale:
+            sys.stderr.write(f"note: {stale}\n")
         if not args.json:
             capacity = capacity_json(new_plan)
             out.write(f"\nCapacity plan for stack {args.stack} ({path.name})\n\n{capacity_table(capacity)}\n")
