@@ -4,7 +4,8 @@ Loads the stack as `plan` and `render` do, derives the expected cluster from the
 cluster (GET/LIST only) and prints a table or `--json`. Exit 0: conforming (warnings allowed); 1: at
 least one error finding, or a partial check (something could not be read: the verdict lists it, never
 "conforms"); 2: cannot check (bad stack, no cluster, no permission to list nodes, no node of any pool,
-a malformed or endless answer, a deadline passed), with a one-line reason on stderr.
+a malformed or endless answer, a deadline passed, a cluster whose gpushare objects name another stack or
+cluster: gpushare.verify.identity), with a one-line reason on stderr.
 """
 
 from __future__ import annotations
