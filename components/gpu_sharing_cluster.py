@@ -160,7 +160,10 @@ class GpuSharingCluster(pulumi.ComponentResource):
                 DevicePluginRelease(
                     f"{name}-device-plugin",
                     DevicePluginReleaseArgs(
-                        plugin, entries, [taint for pool in plan.stack.pools for taint in pool.taints]
+                        plugin,
+                        entries,
+                        [taint for pool in plan.stack.pools for taint in pool.taints],
+                        identity,
                     ),
                     after_handover,
                 )

@@ -149,6 +149,13 @@ def test_the_helm_stack_writes_the_charts_daemon_set_with_its_config_manager(
     assert "\n# validated against the Kubernetes 1.30 schema (strict)\n" in text
     daemon_set = yaml.safe_load(text)
     assert validate_manifest(daemon_set, SCHEMA, file=str(path)) is None  # as written to disk
+    # The chart annotates none of its own objects: gpushare's identity rides on the pod template
+    # (podAnnotations), where verify and measure read whose cluster this is (issue 34).
+    template_annotations = daemon_set["spec"]["template"]["metadata"]["annotations"]
+    assert (template_annotations["gpushare.io/stack"], template_annotations["gpushare.io/cluster"]) == (
+        helm_stack.capacity["stack"],
+        "cls-dev0001",
+    )
     pod = daemon_set["spec"]["template"]["spec"]
     # The chart's config-manager: once as init container (writes the first config), then as sidecar that
     # follows the node's `nvidia.com/device-plugin.config` label.

@@ -180,3 +180,40 @@ def test_prod_cluster_keeps_conforming_from_a_copied_project(
     server.load(prod)
     args = ["verify", "--stack", "prod", "--kubeconfig", str(kubeconfig), "--dir", str(tmp_path)]
     assert cli_main.main(args, out=io.StringIO()) == 0
+
+
+CHART_DAEMONSET: Obj = {
+    "kind": "DaemonSet",
+    "metadata": {"name": "nvidia-device-plugin", "namespace": "nvidia-device-plugin", "annotations": {}},
+    "spec": {"template": {"metadata": {"annotations": {"checksum/config": "5d0c2e1f"}}}},
+}
+
+
+@pytest.mark.parametrize(
+    ("stack", "cluster", "refused"),
+    [("dev", "cls-dev0001", False), ("prod", "cls-dev0001", True), ("dev", "cls-prod0001", True)],
+)
+def test_a_helm_stacks_identity_is_read_from_the_charts_pod_template(
+    stack: str, cluster: str, refused: bool
+) -> None:
+    # Helm mode with managedPlugin optOut (dev): the chart's DaemonSet is the only object gpushare shapes,
+    # through podAnnotations.
+    from gpushare.verify.expectations import ObjectRef
+    from gpushare.verify.identity import Identity, OtherCluster, confirm_identity
+
+    daemonset = copy.deepcopy(CHART_DAEMONSET)
+    daemonset["spec"]["template"]["metadata"]["annotations"].update(
+        {kube_names.ANNOTATION_STACK: stack, kube_names.ANNOTATION_CLUSTER: cluster}
+    )
+    ref = ObjectRef("DaemonSet", "nvidia-device-plugin", "nvidia-device-plugin")
+    ours = Identity("dev", "cls-dev0001")
+    if not refused:
+        assert confirm_identity(ours, {ref: daemonset}, "https://api") is None
+        return
+    with pytest.raises(OtherCluster) as raised:
+        confirm_identity(ours, {ref: daemonset}, "https://api")
+    assert str(raised.value) == (
+        f"the cluster at https://api belongs to stack {stack} (cluster {cluster}) by the pod template's "
+        "annotations of daemonset/nvidia-device-plugin/nvidia-device-plugin, not to stack dev (cluster "
+        "cls-dev0001): nothing checked; choose the right --kubeconfig/--context or --stack"
+    )

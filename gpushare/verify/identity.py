@@ -47,6 +47,21 @@ def identity_refs(expected: ClusterExpectation) -> tuple[ObjectRef, ...]:
     return tuple(dict.fromkeys((expected.config_map, *expected.daemonsets)))
 
 
+def _annotations(obj: Mapping[str, object]) -> list[tuple[str, Mapping[str, object]]]:
+    """The object's own annotations, and its pod template's (where the device-plugin chart, which
+    annotates none of its objects, lets gpushare put them: `podAnnotations`)."""
+    found: list[tuple[str, Mapping[str, object]]] = []
+    metadata = obj.get("metadata")
+    if isinstance(metadata, Mapping) and isinstance(metadata.get("annotations"), Mapping):
+        found.append(("", metadata["annotations"]))
+    spec = obj.get("spec")
+    template = spec.get("template") if isinstance(spec, Mapping) else None
+    template_metadata = template.get("metadata") if isinstance(template, Mapping) else None
+    if isinstance(template_metadata, Mapping) and isinstance(template_metadata.get("annotations"), Mapping):
+        found.append(("pod template's ", template_metadata["annotations"]))
+    return found
+
+
 def confirm_identity(
     ours: Identity, objects: Mapping[ObjectRef, Mapping[str, object]], server: str
 ) -> str | None:
@@ -54,21 +69,18 @@ def confirm_identity(
     names any; None when the cluster is confirmed as `ours`."""
     carriers = []
     for ref, obj in sorted(objects.items(), key=lambda item: str(item[0])):
-        metadata = obj.get("metadata") if isinstance(obj, Mapping) else None
-        annotations = metadata.get("annotations") if isinstance(metadata, Mapping) else None
-        if not isinstance(annotations, Mapping):
-            continue
-        stack = annotations.get(kube_names.ANNOTATION_STACK)
-        cluster = annotations.get(kube_names.ANNOTATION_CLUSTER)
-        if stack is None and cluster is None:
-            continue
-        carriers.append(ref)
-        if stack != ours.stack or cluster != ours.cluster_id:
-            theirs = f"stack {_shown(stack)} (cluster {_shown(cluster)})"
-            raise OtherCluster(
-                f"the cluster at {server} belongs to {theirs} by the annotations of {ref}, not to "
-                f"{ours.describe()}: nothing checked; choose the right --kubeconfig/--context or --stack"
-            )
+        for where, said in _annotations(obj):
+            stack = said.get(kube_names.ANNOTATION_STACK)
+            cluster = said.get(kube_names.ANNOTATION_CLUSTER)
+            if stack is None and cluster is None:
+                continue
+            carriers.append(ref)
+            if stack != ours.stack or cluster != ours.cluster_id:
+                theirs = f"stack {_shown(stack)} (cluster {_shown(cluster)})"
+                raise OtherCluster(
+                    f"the cluster at {server} belongs to {theirs} by the {where}annotations of {ref}, not to "
+                    f"{ours.describe()}: nothing checked; choose the right --kubeconfig/--context or --stack"
+                )
     if carriers:
         return None
     return (
