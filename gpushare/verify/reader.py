@@ -64,6 +64,7 @@ MAX_THROTTLED_RETRIES = 3
 # and headers, a TLS handshake or an exec credential plugin that never ends): an interval timer in the
 # main thread stops the reading HARD_STOP_GRACE_SECONDS after RUN_SECONDS.
 HARD_STOP_GRACE_SECONDS = 10.0
+HARD_STOP_REPEAT_SECONDS = 0.25
 _CHUNK = 64 * 1024
 _PLUGIN_CHECKS = (PLUGIN_CONFIG_CURRENT, PLUGIN_CRASHLOOP, MANAGED_PLUGIN_DRIFT)
 # Owners of pending pods, read to see whether a rollout waits behind them.
@@ -99,15 +100,19 @@ def hard_stop(seconds: float, server: str) -> Iterator[None]:
         raise _HardStop()
 
     previous = signal.signal(signal.SIGALRM, stop)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    # Then again every HARD_STOP_REPEAT_SECONDS: Python swallows an exception raised while it runs a
+    # garbage-collector callback ("Exception ignored in ... WeakSet"), and the stop must not be lost so.
+    signal.setitimer(signal.ITIMER_REAL, seconds, HARD_STOP_REPEAT_SECONDS)
     try:
-        yield
+        try:
+            yield
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)  # disarmed before anything else runs
     except _HardStop:
         raise ClusterUnavailable(
             f"{server}: no complete answers within {seconds:g} s; verify stopped"
         ) from None
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
 
 
