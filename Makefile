@@ -74,7 +74,8 @@ ci-stacks: $(VENV)/.installed $(SCAN_VENV)/.installed
 	  $(PY) -m gpushare.cli.scan out/$$stack/manifests --checkov $(SCAN_VENV)/bin/checkov; \
 	done
 
-# Speed and memory against Pulumi's own floor, and scaling to 500 pools (~9 min; BENCH_ARGS=--quick for a smoke run);
+# Speed and memory against Pulumi's own floor, and scaling to 500 pools (~9 min; BENCH_ARGS=--quick for a smoke run,
+# ~5 min on shared cores); exits 1 when a measured target is MISSED;
 # then verify against cluster size and advise --fleet against fleet size (BENCH_ARGS=--live-only: only those).
 # Writes out/bench/ (untracked); `make bench-update` also copies the figures over the committed ones in bench/.
 $(VENV)/.bench-installed: $(VENV)/.installed bench/requirements.txt

@@ -22,6 +22,8 @@ class DevicePluginDaemonSetsArgs:
     namespace: str = kube_names.CONFIG_MAP_NAMESPACE
     # False under managedPlugin optOut: the pools say `nvidia-device-enable=disable`, so select without it.
     select_tke_switch: bool = True
+    # The stack and cluster they belong to (kube_names.identity_annotations), read by verify and measure.
+    identity: dict[str, str] | None = None
 
 
 def plugin_container(entry: PluginConfigEntry, image: str) -> k8s.core.v1.ContainerArgs:
@@ -71,7 +73,7 @@ class DevicePluginDaemonSets(pulumi.ComponentResource):
                         name=ds_name,
                         namespace=args.namespace,
                         labels={kube_names.LABEL_MANAGED_BY: "pulumi", kube_names.LABEL_POOL: entry.key},
-                        annotations=plugin_pod.scanner_exceptions(args.image),
+                        annotations={**(args.identity or {}), **plugin_pod.scanner_exceptions(args.image)},
                     ),
                     spec=k8s.apps.v1.DaemonSetSpecArgs(
                         selector=k8s.meta.v1.LabelSelectorArgs(match_labels=selector),

@@ -23,6 +23,9 @@ class DevicePluginReleaseArgs:
     entries: Sequence[PluginConfigEntry]
     # Every pool's taints: the plugin must tolerate them to run there (the chart's defaults do not).
     pool_taints: Sequence[Mapping[str, str]] = ()
+    # The stack and cluster it belongs to (kube_names.identity_annotations): the chart has no annotations
+    # of its own objects to give, so they go on its pods' template, where verify and measure read them.
+    identity: Mapping[str, str] | None = None
 
 
 def release_values(args: DevicePluginReleaseArgs) -> dict[str, Any]:
@@ -36,8 +39,11 @@ def release_values(args: DevicePluginReleaseArgs) -> dict[str, Any]:
         "gfd": {"enabled": plugin.gfd_enabled},
         "priorityClassName": plugin_pod.PRIORITY_CLASS,
         "tolerations": plugin_tolerations.helm_tolerations(args.pool_taints),
-        # Provenance of every replica count, visible on the plugin pods.
-        "podAnnotations": {kube_names.tuning_annotation(e.key): e.provenance_json for e in args.entries},
+        # Provenance of every replica count, visible on the plugin pods; and whose stack and cluster they are.
+        "podAnnotations": {
+            **(args.identity or {}),
+            **{kube_names.tuning_annotation(e.key): e.provenance_json for e in args.entries},
+        },
     }
     # Rendered by the chart as MIG_STRATEGY env, which overrides every per-node file: set only when the
     # stack says so (the stack model checks it agrees with every pool).

@@ -19,6 +19,8 @@ from gpushare.plugin_configs import PluginConfigEntry
 class GpuOperatorReleaseArgs:
     plan: SharingPlan
     entries: Sequence[PluginConfigEntry]
+    # The stack and cluster it belongs to (kube_names.identity_annotations), on the ConfigMaps it publishes.
+    identity: dict[str, str] | None = None
 
 
 class GpuOperatorRelease(pulumi.ComponentResource):
@@ -70,13 +72,22 @@ class GpuOperatorRelease(pulumi.ComponentResource):
                 plugin_config,
                 namespace,
                 # Where every replica count came from, for reviewers and the policy pack.
-                {kube_names.tuning_annotation(e.key): e.provenance_json for e in args.entries},
+                {
+                    **(args.identity or {}),
+                    **{kube_names.tuning_annotation(e.key): e.provenance_json for e in args.entries},
+                },
                 in_namespace,
             )
         ]
         if mig_config is not None:
             config_maps.append(
-                self._config_map(f"{name}-mig-parted-config", mig_config, namespace, {}, in_namespace)
+                self._config_map(
+                    f"{name}-mig-parted-config",
+                    mig_config,
+                    namespace,
+                    dict(args.identity or {}),
+                    in_namespace,
+                )
             )
         release = k8s.helm.v3.Release(
             f"{name}-release",

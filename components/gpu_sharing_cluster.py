@@ -77,6 +77,7 @@ class GpuSharingCluster(pulumi.ComponentResource):
         node_pool_ids: dict[str, pulumi.Output[str]] = {}
         config_map_name: pulumi.Input[str] | None = None
         helm_release_names: list[str] = []
+        identity = kube_names.identity_annotations(stack.stack, stack.cluster.id)
 
         managed = plugin.managed_plugin
         opt_out = managed.action == "optOut"
@@ -133,13 +134,15 @@ class GpuSharingCluster(pulumi.ComponentResource):
                 pulumi.ResourceOptions(parent=cluster, depends_on=list(node_pools)),
             )
         if plugin.mode == "daemonsets":
-            config_map = TimeSlicingConfig(f"{name}-config", TimeSlicingConfigArgs(entries), child)
+            config_map = TimeSlicingConfig(
+                f"{name}-config", TimeSlicingConfigArgs(entries, identity=identity), child
+            )
             config_map_name = config_map.config_map_name
             if not opt_out:
                 handover.append(
                     ManagedDevicePlugin(
                         f"{name}-managed-plugin",
-                        ManagedDevicePluginArgs(managed, adopted, config_map.config_map_name),
+                        ManagedDevicePluginArgs(managed, adopted, config_map.config_map_name, identity),
                         pulumi.ResourceOptions(parent=cluster, depends_on=[config_map]),
                     ).patch
                 )
@@ -150,6 +153,7 @@ class GpuSharingCluster(pulumi.ComponentResource):
                     image=plugin.plugin_image,
                     config_map_name=config_map.config_map_name,
                     select_tke_switch=not opt_out,
+                    identity=identity,
                 ),
                 pulumi.ResourceOptions(parent=cluster, depends_on=[config_map, *handover]),
             )
@@ -157,7 +161,7 @@ class GpuSharingCluster(pulumi.ComponentResource):
             if not opt_out:
                 handover.append(
                     ManagedDevicePlugin(
-                        f"{name}-managed-plugin", ManagedDevicePluginArgs(managed), child
+                        f"{name}-managed-plugin", ManagedDevicePluginArgs(managed, identity=identity), child
                     ).patch
                 )
             after_handover = pulumi.ResourceOptions(parent=cluster, depends_on=handover)
@@ -165,14 +169,17 @@ class GpuSharingCluster(pulumi.ComponentResource):
                 DevicePluginRelease(
                     f"{name}-device-plugin",
                     DevicePluginReleaseArgs(
-                        plugin, entries, [taint for pool in plan.stack.pools for taint in pool.taints]
+                        plugin,
+                        entries,
+                        [taint for pool in plan.stack.pools for taint in pool.taints],
+                        identity,
                     ),
                     after_handover,
                 )
                 helm_release_names.append(DEVICE_PLUGIN_RELEASE)
             else:
                 operator = GpuOperatorRelease(
-                    f"{name}-gpu-operator", GpuOperatorReleaseArgs(plan, entries), after_handover
+                    f"{name}-gpu-operator", GpuOperatorReleaseArgs(plan, entries, identity), after_handover
                 )
                 config_map_name = operator.device_plugin_config_name
                 helm_release_names.append(gpu_operator.RELEASE_NAME)

@@ -37,6 +37,9 @@ class ManagedDevicePluginArgs:
     # The adopted pool's config entry; None parks the DaemonSet (or hands it back, with hand_back).
     adopted: PluginConfigEntry | None = None
     config_map_name: pulumi.Input[str] = kube_names.CONFIG_MAP_NAME
+    # The stack and cluster the patch belongs to (kube_names.identity_annotations), read by verify and
+    # measure: in helm mode TKE's patched DaemonSet is the one object that says which stack owns the cluster.
+    identity: dict[str, str] | None = None
 
 
 def _parked_spec() -> k8s.apps.v1.DaemonSetSpecPatchArgs:
@@ -124,7 +127,9 @@ class ManagedDevicePlugin(pulumi.ComponentResource):
             f"{name}-hand-back" if managed.hand_back else f"{name}-patch",
             k8s.apps.v1.DaemonSetPatchArgs(
                 metadata=k8s.meta.v1.ObjectMetaPatchArgs(
-                    name=managed.name, namespace=managed.namespace, annotations=dict(PATCH_ANNOTATIONS)
+                    name=managed.name,
+                    namespace=managed.namespace,
+                    annotations={**(args.identity or {}), **PATCH_ANNOTATIONS},
                 ),
                 spec=spec,
             ),

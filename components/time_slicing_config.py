@@ -17,6 +17,8 @@ class TimeSlicingConfigArgs:
     entries: Sequence[PluginConfigEntry]
     name: str = kube_names.CONFIG_MAP_NAME
     namespace: str = kube_names.CONFIG_MAP_NAMESPACE
+    # The stack and cluster it belongs to (kube_names.identity_annotations), read by verify and measure.
+    identity: dict[str, str] | None = None
 
 
 class TimeSlicingConfig(pulumi.ComponentResource):
@@ -38,7 +40,10 @@ class TimeSlicingConfig(pulumi.ComponentResource):
                 namespace=args.namespace,
                 labels={kube_names.LABEL_MANAGED_BY: "pulumi"},
                 # Where every replica count came from, for reviewers and the policy pack.
-                annotations={kube_names.tuning_annotation(e.key): e.provenance_json for e in args.entries},
+                annotations={
+                    **(args.identity or {}),
+                    **{kube_names.tuning_annotation(e.key): e.provenance_json for e in args.entries},
+                },
             ),
             data={e.key: e.text for e in args.entries},
             opts=pulumi.ResourceOptions(parent=self),

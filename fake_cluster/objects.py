@@ -218,7 +218,19 @@ def tke_daemonset(patch: Obj | None) -> Obj:
             },
         },
     }
-    patched = merge_patch(original, {"spec": patch["spec"]}) if patch else original
+    # The server-side apply patch sets its spec and gpushare's own annotations (the stack and cluster it
+    # belongs to); Pulumi's `pulumi.com/` directives are the provider's, not the object's.
+    annotations = {
+        k: v
+        for k, v in ((patch or {}).get("metadata", {}).get("annotations") or {}).items()
+        if k.startswith("gpushare.io/")
+    }
+    merged = (
+        {"spec": patch["spec"], **({"metadata": {"annotations": annotations}} if annotations else {})}
+        if patch
+        else {}
+    )
+    patched = merge_patch(original, merged) if patch else original
     return daemonset_status(with_uid("DaemonSet", patched), 1)
 
 

@@ -92,6 +92,10 @@ def operator_mig_strategy(plan: SharingPlan) -> str:
     return strategies.pop() if len(strategies) == 1 else ""
 
 
+# dcgm-exporter's switch for per-pod series under time-slicing (its --kubernetes-virtual-gpus flag).
+DCGM_VIRTUAL_GPUS_ENV = "KUBERNETES_VIRTUAL_GPUS"
+
+
 def release_values(
     plan: SharingPlan,
     operator: GpuOperator,
@@ -119,6 +123,13 @@ def release_values(
             "serviceMonitor": {"enabled": operator.prometheus_operator},
         },
     }
+    if any(p.shared for p in plan.pools):
+        # Per-pod GPU memory where pods share a GPU (docs/measurement-loop.md): dcgm-exporter adds one series
+        # per sharing pod only with KUBERNETES_VIRTUAL_GPUS=true, and matches processes to pods through
+        # /proc/<pid>/cgroup, which needs the host's PID namespace. The chart (v26.7.0) defaults hostPID to
+        # false and sets no such env; its ClusterPolicy template passes both through.
+        values["dcgmExporter"]["hostPID"] = True
+        values["dcgmExporter"]["env"] = [{"name": DCGM_VIRTUAL_GPUS_ENV, "value": "true"}]
     if any(p.mps for p in plan.pools):
         # The operator runs its MPS control daemon on nodes labelled nvidia.com/mps.capable=true (GFD sets
         # it from the config; gpushare labels the pool too); the root is the one the configs' mpsRoot names.

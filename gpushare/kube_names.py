@@ -28,6 +28,10 @@ ANNOTATION_TUNING_PREFIX = "gpushare.io/tuning-"
 # On a GPU workload (or its pod template): the largest GPU memory one of its processes used, in MiB, which
 # the workload rules hold against the per-slot budget of the pool it lands on (gpushare/workload_fit.py).
 ANNOTATION_MEASURED_MIB = "gpushare.io/measured-mib"
+# Which stack and TKE cluster an object of gpushare's belongs to: `verify` and `measure` refuse a cluster
+# whose gpushare objects name another (annotations: a stack name need not be a valid label value).
+ANNOTATION_STACK = "gpushare.io/stack"
+ANNOTATION_CLUSTER = "gpushare.io/cluster"
 
 CONFIG_MAP_NAME = "time-slicing-config"
 CONFIG_MAP_NAMESPACE = "kube-system"
@@ -67,6 +71,11 @@ NODE_LABELS_SET_BY_GPUSHARE = frozenset(
         LABEL_MPS_CAPABLE,
     }
 )
+
+
+def identity_annotations(stack: str, cluster_id: str) -> dict[str, str]:
+    """The annotations that tie one of gpushare's objects to its stack and cluster."""
+    return {ANNOTATION_STACK: stack, ANNOTATION_CLUSTER: cluster_id}
 
 
 def tuning_annotation(key: str) -> str:

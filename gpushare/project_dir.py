@@ -30,8 +30,15 @@ def project_dir(given: str | None, cwd: Path | None = None) -> Path:
     directory); raises NoProjectError, one line, when there is none."""
     if given is not None:
         return Path(given)
-    here = Path.cwd() if cwd is None else cwd
-    found = find_project(here)
+    try:
+        here = Path.cwd() if cwd is None else cwd
+        found = find_project(here)
+    except OSError:
+        # os.getcwd() of a directory removed under the shell (FileNotFoundError).
+        raise NoProjectError(
+            "no Pulumi project here: the working directory no longer exists (removed?); cd into the project "
+            "or give --dir DIR"
+        ) from None
     if found is None:
         raise NoProjectError(
             f"no Pulumi project here: no Pulumi.yaml in {here.resolve()} or any directory above it; "

@@ -12,6 +12,7 @@ too deep to check, which is not a verdict on the file.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -296,3 +297,34 @@ def yaml_problem(err: yaml.YAMLError) -> str:
         what = " ".join(part for part in (err.problem, err.context) if part) or "cannot parse"
         return where + " ".join(what.split())
     return " ".join(str(err).split())
+
+
+# A Kubernetes object, a Prometheus answer or a Status nests a few dozen levels; Python's `json` recurses
+# per level (RecursionError near 1000).
+MAX_JSON_DEPTH = 100
+
+
+def loads_json_bounded(body: bytes | str) -> Any:
+    """JSON decoded only once a linear scan found it nested at most MAX_JSON_DEPTH deep; ValueError (as
+    for malformed JSON) when deeper, or not UTF-8."""
+    text = body.decode("utf-8") if isinstance(body, bytes) else body
+    if text.count("[") + text.count("{") > MAX_JSON_DEPTH:
+        depth = 0
+        quoted = escaped = False
+        for char in text:
+            if quoted:
+                if escaped:
+                    escaped = False
+                elif char == "\\":
+                    escaped = True
+                elif char == '"':
+                    quoted = False
+            elif char == '"':
+                quoted = True
+            elif char in "[{":
+                depth += 1
+                if depth > MAX_JSON_DEPTH:
+                    raise ValueError(f"nested deeper than {MAX_JSON_DEPTH} levels")
+            elif char in "]}":
+                depth -= 1
+    return json.loads(text)

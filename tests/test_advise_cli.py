@@ -180,19 +180,20 @@ def test_fleet_plan_of_the_sample(fleet_plan: dict[str, Any]) -> None:
         s["service"]: (s["gpu"], s["option"]["mode"], s["option"]["migLayout"], s["gpus"])
         for s in fleet_plan["services"]
     }
+    # The H20 candidate is PNV6.16XLARGE640, 4 GPUs per node (the catalog, as staging uses it).
     # nlp, 20 x 4621 MiB, MIG only: H20 MIG layouts yield at most 16 per GPU with more than one instance
-    # (and 17 for 1 x 7g.96gb): ceil(20 / 16) = 2 GPUs either way, same memory left over; MIG asked for, so
-    # the most instances: 6 x 1g.12gb + 1 x 1g.24gb.
-    assert chosen["nlp"] == ("H20", "mig", {"1g.12gb": 6, "1g.24gb": 1}, 2)
-    # embed, 6 x 4401 MiB, whole GPUs: L20 floor(0.9 x 46068 / 4401) = 9 -> 1 GPU; T4 3 -> 2 GPUs; H20 20 -> 1
-    # GPU. L20 and H20 tie at 1 GPU; unused memory 46068 - 6 x 4401 = 19662 beats 97871 - 26406 = 71465.
+    # (and 17 for 1 x 7g.96gb): ceil(20 / 16) = 2 GPUs, so one node of 4; MIG asked for, so the most
+    # instances: 6 x 1g.12gb + 1 x 1g.24gb.
+    assert chosen["nlp"] == ("H20", "mig", {"1g.12gb": 6, "1g.24gb": 1}, 4)
+    # embed, 6 x 4401 MiB, whole GPUs: L20 floor(0.9 x 46068 / 4401) = 9 -> 1 GPU; T4 3 -> 2 GPUs; H20 one
+    # node of 4 GPUs.
     assert chosen["embed"] == ("L20", "time-slicing", None, 1)
-    # asr, 3 x 15000 MiB, any: L20 floor(0.9 x 46068 / 15000) = 2 -> 2 GPUs; T4 1 slot -> 3 GPUs;
-    # H20 floor(0.9 x 97871 / 15000) = 5 -> 1 GPU (and its MIG layouts with >= 3 slots tie; most slots first).
-    assert chosen["asr"] == ("H20", "time-slicing", None, 1)
-    assert fleet_plan["totalGpus"] == 4
+    # asr, 3 x 15000 MiB, any: L20 floor(0.9 x 46068 / 15000) = 2 -> 2 GPUs; T4 1 slot -> 3 GPUs; H20
+    # floor(0.9 x 97871 / 15000) = 5 -> 1 GPU, but a node of 4.
+    assert chosen["asr"] == ("L20", "time-slicing", None, 2)
+    assert fleet_plan["totalGpus"] == 4 + 1 + 2
     nlp = fleet_plan["services"][0]
-    assert (nlp["nodes"], nlp["slots"], nlp["wastedMiB"]) == (2, 32, 2 * 97871 - 20 * 4621)
+    assert (nlp["nodes"], nlp["slots"], nlp["wastedMiB"]) == (1, 4 * 16, 4 * 97871 - 20 * 4621)
 
 
 def test_fleet_snippet_renders(
@@ -219,13 +220,14 @@ def test_fleet_snippet_renders(
     assert "h20-6x1g.12gb-1x1g.24gb" in labels
     assert sorted(p["name"] for p in result.capacity["pools"]) == ["asr", "embed", "nlp"]
     slots = {p["name"]: p["slots"] for p in result.capacity["pools"]}
-    assert slots == {"nlp": 32, "embed": 9, "asr": 5}  # the plan's slots, recomputed by the program
+    # The plan's slots, recomputed by the program: nlp 4 GPUs x 16, embed 9, asr 2 GPUs x 2.
+    assert slots == {"nlp": 64, "embed": 9, "asr": 4}
 
 
 def test_fleet_text_output_and_bad_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, text = run(["advise", "--fleet", str(FLEET)])
     assert code == 0
-    assert "Total: 4 GPU(s)" in text and "  gpushare:pools:\n    - name: nlp\n" in text
+    assert "Total: 7 GPU(s)" in text and "  gpushare:pools:\n    - name: nlp\n" in text
     cases = {
         "services: [{name: a, measuredMiB: 0, replicas: 1}]\ncandidates: [L20]\n": "services[0].measuredMiB",
         "services: [{name: a, measuredMiB: 1000, replicas: 1}]\ncandidates: [B300]\n": "candidates[0]: 'B300' is neither",

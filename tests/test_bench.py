@@ -255,3 +255,19 @@ def test_benchmarks_write_untracked_files_unless_asked() -> None:
     assert planned[-1] == f"cp {figures} bench/"
     bench_runs = [i for i, line in enumerate(planned) if " -m bench" in line]
     assert bench_runs and max(bench_runs) < len(planned) - 1
+
+
+def test_a_missed_target_fails_the_run_and_an_unmeasured_one_only_with_strict(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from bench.run import Target, exit_status
+
+    held = Target("check vs empty pack", 1.2, 1.5, "")
+    missed = Target("scaling 500/50", 13.0, 12.0, "")
+    unmeasured = Target("make test", None, 60.0, "")
+    assert exit_status([held, unmeasured], strict=False) == 0
+    assert exit_status([held, unmeasured], strict=True) == 1
+    assert capsys.readouterr().err == ""
+    # Was 0 without --strict while the report printed MISSED (issue 34).
+    assert exit_status([held, missed], strict=False) == 1
+    assert capsys.readouterr().err == "\nMISSED: scaling 500/50\n"

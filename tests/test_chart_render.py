@@ -150,6 +150,13 @@ def test_the_helm_stack_writes_the_charts_daemon_set_with_its_config_manager(
     assert "\n# validated against the Kubernetes 1.30 schema (strict)\n" in text
     daemon_set = yaml.safe_load(text)
     assert validate_manifest(daemon_set, SCHEMA, file=str(path)) is None  # as written to disk
+    # The chart annotates none of its own objects: gpushare's identity rides on the pod template
+    # (podAnnotations), where verify and measure read whose cluster this is (issue 34).
+    template_annotations = daemon_set["spec"]["template"]["metadata"]["annotations"]
+    assert (template_annotations["gpushare.io/stack"], template_annotations["gpushare.io/cluster"]) == (
+        helm_stack.capacity["stack"],
+        "cls-dev0001",
+    )
     pod = daemon_set["spec"]["template"]["spec"]
     # The chart's config-manager: once as init container (writes the first config), then as sidecar that
     # follows the node's `nvidia.com/device-plugin.config` label.
@@ -283,6 +290,11 @@ def test_the_operator_stack_writes_a_valid_cluster_policy_naming_config_maps_of_
     # Both configs the operator reads are ConfigMaps of the render, in the operator's namespace.
     namespace = release.release.namespace
     spec = policy.document["spec"]
+    # Per-pod GPU memory under time-slicing (issue 34): the pinned chart passes both to the ClusterPolicy.
+    assert (spec["dcgmExporter"]["hostPID"], spec["dcgmExporter"]["env"]) == (
+        True,
+        [{"name": "KUBERNETES_VIRTUAL_GPUS", "value": "true"}],
+    )
     for name in (spec["devicePlugin"]["config"]["name"], spec["migManager"]["config"]["name"]):
         config_map = yaml.safe_load(
             (result.out_dir / f"manifests/configmap_{namespace}_{name}.yaml").read_text()
@@ -555,7 +567,7 @@ def test_a_chart_is_downloaded_from_its_repository_into_the_cache_once(tmp_path:
 
 
 @pytest.mark.parametrize("command", ["render", "check"])
-def test_no_chart_source_is_one_line_exit_1_and_nothing_written(
+def test_no_chart_source_is_one_line_exit_2_and_nothing_written(
     command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     if HELM_STACK is None:
@@ -577,7 +589,7 @@ def test_no_chart_source_is_one_line_exit_1_and_nothing_written(
         patch.delenv("GPUSHARE_CHART_DIRS", raising=False)
         status = cli_main.main([*argv, *(["--out", str(out)] if command == "render" else [])])
     captured = capsys.readouterr()
-    assert status == 1
+    assert status == 2  # an input that cannot be read (errors.py), issue 34
     assert captured.out == ""
     cache = Path(os.environ["XDG_CACHE_HOME"]) / "gpushare/charts/nvidia-device-plugin-0.17.1"
     assert captured.err == (

@@ -79,3 +79,27 @@ def test_operator_switches_reach_the_values_and_the_pools(
     assert values["operator"] == {"runtimeClass": "nvidia"}
     assert values["driver"] == {"enabled": True}
     assert values["nfd"] == {"enabled": False}  # the cluster runs its own NFD
+
+
+def test_shared_pools_get_dcgm_exporters_per_pod_series(
+    stack_document: Callable[[str], Doc], write_stack: Callable[[Doc, str], Path]
+) -> None:
+    # Staging time-slices its L20s: dcgm-exporter needs KUBERNETES_VIRTUAL_GPUS=true for one series per
+    # sharing pod, and the host's PID namespace to match processes to pods (issue 34; the pinned chart
+    # v26.7.0 defaults hostPID to false and sets no env: tests/test_chart_render.py renders it).
+    values = _values(write_stack(stack_document("staging"), "staging"))
+    assert values["dcgmExporter"] == {
+        "enabled": True,
+        "serviceMonitor": {"enabled": False},
+        "hostPID": True,
+        "env": [{"name": "KUBERNETES_VIRTUAL_GPUS", "value": "true"}],
+    }
+    # A pool that shares nothing (MIG instances, not time-sliced) needs neither: hostPID stays the chart's.
+    doc = stack_document("staging")
+    h20 = doc["config"]["gpushare:pools"][0]
+    h20["sharing"] = {"mode": "mig", "migLayout": {"1g.12gb": 7}, "layoutName": "all-1g.12gb"}
+    doc["config"]["gpushare:pools"] = [h20]
+    assert _values(write_stack(doc, "unshared"))["dcgmExporter"] == {
+        "enabled": True,
+        "serviceMonitor": {"enabled": False},
+    }

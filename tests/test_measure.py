@@ -25,6 +25,7 @@ from test_memory_budget import PROMETHEUS_PATH, prometheus_series
 from fake_cluster.apiserver import FakeApiServer
 from fake_cluster.gpu_pages import L20_NODE, T4_NODE, exporter_objects, gpu_pod, seed_gpus
 from gpushare.cli import main as cli_main
+from gpushare.cli import measure as measure_cli
 
 Obj = dict[str, Any]
 TODAY = datetime.now(UTC).date().isoformat()
@@ -32,6 +33,17 @@ TODAY = datetime.now(UTC).date().isoformat()
 server = test_verify.server
 kubeconfig = test_verify.kubeconfig
 prod_base = test_memory_budget.prod_base
+
+
+# Five scrapes, the fewest --write takes through the pod proxy; the waits between them are recorded, not slept.
+SCRAPES = ("--scrapes", "5", "--interval", "10")
+
+
+@pytest.fixture(autouse=True)
+def waits(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    slept: list[float] = []
+    monkeypatch.setattr(measure_cli, "_sleep", slept.append)
+    return slept
 
 
 @pytest.fixture
@@ -97,7 +109,7 @@ def test_write_changes_only_the_measurement_keys_and_plan_shows_the_new_replicas
 ) -> None:
     objects = exclusive(prod_base) + exporter_objects("dcgm", seed_gpus(l20_used=5939, t4_used=4000))
     before = (project / "Pulumi.prod.yaml").read_text()
-    code, report = measure(server, kubeconfig, project, objects, "--write")
+    code, report = measure(server, kubeconfig, project, objects, "--write", "--allow-fewer-slots", *SCRAPES)
     assert (code, rows(report)) == (
         0,
         [("l20", 4621, 5939, "8", "6", False), ("t4", 4401, 4000, "3", "3", False)],
@@ -108,7 +120,7 @@ def test_write_changes_only_the_measurement_keys_and_plan_shows_the_new_replicas
         for line in difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=0)
         if line[:1] in "+-" and line[:3] not in ("+++", "---")
     ]
-    source = "dcgm-exporter via the pod proxy, one instant reading"
+    source = "dcgm-exporter via the pod proxy, max of 5 scrapes 10 s apart"
     # Each line keeps its style: the date its double quotes, the source its plain scalar.
     assert changed == [
         "-        measuredMiB: 4621",
@@ -138,15 +150,15 @@ def test_shared_gpus_without_per_pod_series_are_refused(
     objects = copy.deepcopy(prod_base) + [gpu_pod(f"nlp-batch-{i}", L20_NODE) for i in range(5)]
     objects += exporter_objects("tke", seed_gpus(l20_used=35634, t4_used=4000))
     before = (project / "Pulumi.prod.yaml").read_text()
-    code, report = measure(server, kubeconfig, project, objects, "--write")
+    code, report = measure(server, kubeconfig, project, objects, "--write", *SCRAPES)
     assert (code, rows(report)) == (
         1,
         [("l20", 4621, None, "8", None, True), ("t4", 4401, 4000, "3", "3", False)],
     )
     assert report["pools"][0]["reason"] == (
-        f"node {L20_NODE}: 6 pods share its GPUs (8 slots advertised) and tke-gpu-exporter gives no per-pod "
-        "series (dcgm-exporter does with KUBERNETES_VIRTUAL_GPUS=true); measure while the GPUs are exclusive, "
-        "or enable per-pod series"
+        f"node {L20_NODE}: 6 pods hold 6 slots of its GPUs (8 advertised) and tke-gpu-exporter gives no "
+        "per-pod series (dcgm-exporter does with KUBERNETES_VIRTUAL_GPUS=true); measure while the GPUs are "
+        "exclusive, or enable per-pod series"
     )
     assert report["pools"][1]["reason"] == f"pod nlp/nlp-infer-7d4b9c-1 alone on node {T4_NODE}"
     after = (project / "Pulumi.prod.yaml").read_text()
@@ -173,7 +185,17 @@ def test_prometheus_window_gives_the_peak_and_the_sample_count(
     server: FakeApiServer, kubeconfig: Path, project: Path, prod_base: list[Obj]
 ) -> None:
     objects = exclusive(prod_base) + exporter_objects("nvidia-smi", seed_gpus(l20_used=4700, t4_used=7000))
-    code, report = measure(server, kubeconfig, project, objects, "--window", "7d", "--write", prometheus=True)
+    code, report = measure(
+        server,
+        kubeconfig,
+        project,
+        objects,
+        "--window",
+        "7d",
+        "--write",
+        "--allow-fewer-slots",
+        prometheus=True,
+    )
     assert (code, rows(report)) == (
         0,
         [("l20", 4621, 4700, "8", "8", False), ("t4", 4401, 7000, "3", "1", False)],
@@ -199,7 +221,7 @@ def test_a_peak_that_does_not_fit_the_gpu_is_refused(
     # (measuredMiB more than the GPU's memory) is ever written.
     objects = exclusive(prod_base) + exporter_objects("dcgm", seed_gpus(l20_used=50000, t4_used=4000))
     before = (project / "Pulumi.prod.yaml").read_text()
-    code, report = measure(server, kubeconfig, project, objects, "--write")
+    code, report = measure(server, kubeconfig, project, objects, "--write", *SCRAPES)
     assert (code, rows(report)[0]) == (1, ("l20", 4621, None, "8", None, True))
     assert report["pools"][0]["reason"] == "measured 50000 MiB does not fit L20 (46068 MiB)"
     assert (project / "Pulumi.prod.yaml").read_text() != before  # the T4 was written
@@ -233,7 +255,7 @@ def test_the_table_shows_peaks_refusals_and_the_new_plan(
     objects += exporter_objects("tke", seed_gpus(l20_used=35634, t4_used=4000))
     server.load(objects)
     out = io.StringIO()
-    assert cli_main.main(measure_args(project, kubeconfig, "--write"), out=out) == 1
+    assert cli_main.main(measure_args(project, kubeconfig, "--write", *SCRAPES), out=out) == 1
     lines = out.getvalue().splitlines()
     assert lines[0] == "Peak per-pod GPU memory for stack prod, from the pod proxy"
     assert [line.split()[:6] for line in lines[2:6]] == [
@@ -243,7 +265,7 @@ def test_the_table_shows_peaks_refusals_and_the_new_plan(
         ["t4", "T4", "4401", "4000", "3", "3"],
     ]
     assert lines[4].endswith(
-        f"REFUSED: node {L20_NODE}: 6 pods share its GPUs (8 slots advertised) and "
+        f"REFUSED: node {L20_NODE}: 6 pods hold 6 slots of its GPUs (8 advertised) and "
         "tke-gpu-exporter gives no per-pod series (dcgm-exporter does with "
         "KUBERNETES_VIRTUAL_GPUS=true); measure while the GPUs are exclusive, or enable per-pod series"
     )

@@ -9,6 +9,8 @@ over-share the GPU).
 
 from __future__ import annotations
 
+import pytest
+
 from gpushare.cli.measure import _source_text, _table
 from gpushare.verify.memory_peaks import Candidate, PoolPeak
 
@@ -38,12 +40,37 @@ def test_a_cell_wider_than_its_header_widens_the_column() -> None:
 
 def test_the_source_line_says_how_the_peak_was_read() -> None:
     via = "Prometheus at http://10.0.0.1:9090"
-    assert _source_text(L20, "dcgm-exporter", via, "7d", 2016) == (
+    assert _source_text(L20, "dcgm-exporter", via, "max over 7d, 2016 samples") == (
         f"gpushare measure, peak 5939 MiB ({HOW}), dcgm-exporter via {via}, max over 7d, 2016 samples"
     )
-    assert _source_text(L20, "dcgm-exporter", via, "7d", None) == (
-        f"gpushare measure, peak 5939 MiB ({HOW}), dcgm-exporter via {via}, max over 7d, ? samples"
+    assert _source_text(L20, "nvidia_gpu_exporter", "the pod proxy", "max of 5 scrapes 60 s apart") == (
+        f"gpushare measure, peak 5939 MiB ({HOW}), nvidia_gpu_exporter via the pod proxy, max of 5 scrapes 60 s apart"
     )
-    assert _source_text(L20, "nvidia_gpu_exporter", "the pod proxy", None, None) == (
-        f"gpushare measure, peak 5939 MiB ({HOW}), nvidia_gpu_exporter via the pod proxy, one instant reading"
+
+
+@pytest.mark.parametrize(
+    ("pod", "shown"),
+    [
+        # A pod name with a colon-space and a comment mark would end the plain scalar early.
+        ("nlp/a: b #c", "nlp/a? b ?c"),
+        # Terminal escapes and line breaks from an exporter's label become `?`.
+        ("nlp/\x1b[31mred\nX", "nlp/?[31mred?X"),
+        ("nlp/\u202ebidi", "nlp/?bidi"),
+    ],
+)
+def test_the_source_line_is_one_plain_line_of_printable_ascii(pod: str, shown: str) -> None:
+    how = f"pod {pod}'s own series on node n1"
+    peak = PoolPeak("l20", "L20", 4621, "8", Candidate("n1", 5000, how), "8", how, True)
+    assert _source_text(peak, "dcgm-exporter", "the pod proxy", "max of 5 scrapes 60 s apart") == (
+        f"gpushare measure, peak 5000 MiB (pod {shown}'s own series on node n1), dcgm-exporter via the pod "
+        "proxy, max of 5 scrapes 60 s apart"
     )
+
+
+@pytest.mark.parametrize("length", [241, 200_000])
+def test_the_source_line_is_bounded(length: int) -> None:
+    how = "pod nlp/" + "x" * length
+    peak = PoolPeak("l20", "L20", 4621, "8", Candidate("n1", 5000, how), "8", how, True)
+    text = _source_text(peak, "dcgm-exporter", "the pod proxy", "one instant reading")
+    # MAX_SOURCE_CHARS = 240: 237 characters of the text and "...".
+    assert (len(text), text[:46], text[-3:]) == (240, "gpushare measure, peak 5000 MiB (pod nlp/xxxxx", "...")

@@ -50,7 +50,7 @@ def test_two_pods_sharing_the_gpu_without_per_pod_series_are_refused() -> None:
         "8",
         None,
         None,
-        f"node {L20_NODE}: 2 pods share its GPUs (8 slots advertised) and dcgm-exporter gives no per-pod "
+        f"node {L20_NODE}: 2 pods hold 2 slots of its GPUs (8 advertised) and dcgm-exporter gives no per-pod "
         "series (dcgm-exporter does with KUBERNETES_VIRTUAL_GPUS=true); measure while the GPUs are exclusive, "
         "or enable per-pod series",
         False,

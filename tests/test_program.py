@@ -226,7 +226,13 @@ def test_prod_l20_daemonset_equals_the_seed_apart_from_deliberate_additions(prod
     assert container_security.pop("readOnlyRootFilesystem") is True
     # 5. checkov's skip annotations, each with its reason: the checks that do not apply to a device
     #    plugin (no probes, root for the hostPath socket, ...) and the tag-only image TKE ships.
-    skipped = {value.partition("=")[0] for value in ours["metadata"].pop("annotations").values()}
+    annotations = ours["metadata"].pop("annotations")
+    # 6. the stack and cluster the DaemonSet belongs to, which verify and measure read (issue 34).
+    assert (annotations.pop("gpushare.io/stack"), annotations.pop("gpushare.io/cluster")) == (
+        "prod",
+        "cls-prod0001",
+    )
+    skipped = {value.partition("=")[0] for value in annotations.values()}
     assert skipped == {
         "CKV_K8S_8",
         "CKV_K8S_9",
@@ -427,7 +433,13 @@ def test_staging_installs_the_pinned_gpu_operator_with_tke_values(staging: Progr
     assert values["cdi"] == {"enabled": False}
     assert values["operator"] == {"runtimeClass": "runc"}
     assert values["nfd"] == {"enabled": True} and values["gfd"] == {"enabled": True}
-    assert values["dcgmExporter"] == {"enabled": True, "serviceMonitor": {"enabled": False}}
+    # Staging time-slices its L20s: per-pod series need both (issue 34; tests/test_gpu_operator.py).
+    assert values["dcgmExporter"] == {
+        "enabled": True,
+        "serviceMonitor": {"enabled": False},
+        "hostPID": True,
+        "env": [{"name": "KUBERNETES_VIRTUAL_GPUS", "value": "true"}],
+    }
     # h20's file says mixed, l20's none: an env override would be wrong for one of them.
     assert values["mig"] == {"strategy": ""}
     assert values["migManager"]["env"] == [{"name": "WITH_REBOOT", "value": "true"}]

@@ -153,7 +153,10 @@ def test_prod_l20_daemonset_and_managed_plugin_patch(rendered: dict[str, RenderR
     )
     patch = yaml.safe_load(text)
     assert (patch["apiVersion"], patch["kind"]) == ("apps/v1", "DaemonSet")  # the base kind, not ...Patch
+    # The stack and cluster the patch belongs to, which verify and measure read (issue 34).
     assert patch["metadata"]["annotations"] == {
+        "gpushare.io/cluster": "cls-prod0001",
+        "gpushare.io/stack": "prod",
         "pulumi.com/patchForce": "true",
         "pulumi.com/patchFieldManager": "gpushare-tke-device-plugin",
     }

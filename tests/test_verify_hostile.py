@@ -71,9 +71,12 @@ def test_no_nodes_and_403_to_everything_else_cannot_be_checked(
     server: FakeApiServer, kubeconfig: Path
 ) -> None:
     code, out, err, _ = run(server, kubeconfig, [], forbidden=FORBIDDEN_BUT_NODES)
+    # An empty cluster has no gpushare object to say whose it is: said first, then the verdict.
     assert (code, err) == (
         2,
-        f"verify: cannot check: no node of any pool of stack prod is in the cluster at {server.url}\n",
+        f"verify: cannot confirm that the cluster at {server.url} is stack prod (cluster cls-prod0001): none "
+        "of gpushare's objects there carries gpushare.io/stack (not applied yet, applied by an older "
+        f"gpushare, or not readable)\nverify: cannot check: no node of any pool of stack prod is in the cluster at {server.url}\n",
     )
     assert "conforms" not in out
     assert out.splitlines()[-1].startswith("0 errors, ")
@@ -85,7 +88,13 @@ def test_only_nodes_readable_is_a_partial_verdict(
 ) -> None:
     code, out, err, _ = run(server, kubeconfig, prod, "--json", forbidden=FORBIDDEN_BUT_NODES)
     report = json.loads(out)
-    assert (code, err, report["ok"], report["partial"], checks(report)) == (1, "", False, True, [])
+    # 403 on the ConfigMap and DaemonSets: whose cluster this is cannot be confirmed either, and is said.
+    unconfirmed = (
+        f"verify: cannot confirm that the cluster at {server.url} is stack prod (cluster cls-prod0001): none of "
+        "gpushare's objects there carries gpushare.io/stack (not applied yet, applied by an older gpushare, or "
+        "not readable)\n"
+    )
+    assert (code, err, report["ok"], report["partial"], checks(report)) == (1, unconfirmed, False, True, [])
     # Every check that needed what the server refused is named with the permission it lacked.
     assert report["notChecked"] == [
         "plugin-config-current (get configmaps in namespace kube-system)",

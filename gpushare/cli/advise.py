@@ -201,8 +201,10 @@ def _pool_snippet(
         _usage(args, f"--gpus-per-node must be > 0, got {args.gpus_per_node}")
     instance_type = args.instance_type
     if instance_type is None:
-        known = sorted(t.name for t in catalog.INSTANCE_TYPES.values() if t.gpu == gpu.key)
-        instance_type = known[0] if known else None
+        # The catalog's smallest node for the GPU (the first listed of the fewest GPUs): the type the
+        # repository's own stacks and examples use (staging and examples/fleet.yaml: PNV6.16XLARGE640).
+        known = [t for t in catalog.INSTANCE_TYPES.values() if t.gpu == gpu.key]
+        instance_type = min(known, key=lambda t: t.gpus_per_node).name if known else None
     snippet = PoolSnippet(
         name=args.pool_name or gpu.key.lower(),
         option=option,

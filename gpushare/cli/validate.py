@@ -18,6 +18,7 @@ import yaml
 from gpushare import catalog, device_plugin
 from gpushare.catalog import GpuModel
 from gpushare.cli.arguments import add_command, gpu_model
+from gpushare.cli.config_manifests import shown as shown_name
 from gpushare.cli.config_manifests import validate_files
 from gpushare.device_plugin.decode import parse
 from gpushare.device_plugin.go_compat import go_fold
@@ -58,7 +59,7 @@ def _refuse_other_documents(text: str) -> None:
         return  # the plugin's own reader gives the verdict
     if not isinstance(document, dict) or not document:
         return
-    keys = [str(key) for key in document]
+    keys = [shown_name(key) for key in document]
     if "mig-configs" in keys:
         raise DevicePluginConfigError(
             "a mig-parted config (it has mig-configs), not a device-plugin config: "

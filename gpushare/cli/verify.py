@@ -4,7 +4,8 @@ Loads the stack as `plan` and `render` do, derives the expected cluster from the
 cluster (GET/LIST only) and prints a table or `--json`. Exit 0: conforming (warnings allowed); 1: at
 least one error finding, or a partial check (something could not be read: the verdict lists it, never
 "conforms"); 2: cannot check (bad stack, no cluster, no permission to list nodes, no node of any pool,
-a malformed or endless answer, a deadline passed), with a one-line reason on stderr.
+a malformed or endless answer, a deadline passed, a cluster whose gpushare objects name another stack or
+cluster: gpushare.verify.identity), with a one-line reason on stderr.
 """
 
 from __future__ import annotations
@@ -103,20 +104,34 @@ def cmd_verify(args: argparse.Namespace, out: TextIO) -> int:
     # runs without it.
     from gpushare.verify.checks import run_checks
     from gpushare.verify.expectations import expected_cluster
+    from gpushare.verify.identity import Identity, OtherCluster, confirm_identity, identity_refs
 
     try:
         memory_source = source_from_args(args)
         expected = expected_cluster(stack)
-        from gpushare.verify.memory_live import memory_findings
-        from gpushare.verify.reader import api_client, read_snapshot
+        from gpushare.verify.memory_live import TOTAL_SECONDS, memory_findings
+        from gpushare.verify.reader import HARD_STOP_GRACE_SECONDS, api_client, hard_stop, read_snapshot
         from gpushare.verify.workload_reader import read_workloads
 
         api = api_client(args.kubeconfig, args.context)
+        server = str(api.configuration.host)
         with api:
-            snapshot = read_snapshot(api, expected)
-            memory = memory_findings(api, expected, snapshot.nodes, memory_source)
+            snapshot = read_snapshot(api, expected)  # under its own hard stop
+            # Whose cluster this is, before anything is judged: a cluster of another stack is refused.
+            note = confirm_identity(
+                Identity(stack.stack, stack.cluster.id),
+                {ref: snapshot.objects[ref] for ref in identity_refs(expected) if ref in snapshot.objects},
+                server,
+            )
+            if note:
+                sys.stderr.write(f"verify: {note}\n")
+            # The memory reads after it under theirs: TOTAL_SECONDS, then the same grace.
+            with hard_stop(TOTAL_SECONDS + HARD_STOP_GRACE_SECONDS, server):
+                memory = memory_findings(api, expected, snapshot.nodes, memory_source)
             workloads = read_workloads(api)
-            server = str(api.configuration.host)
+    except OtherCluster as err:
+        sys.stderr.write(f"verify: refused: {err}\n")
+        return EXIT_CANNOT_CHECK
     except GpushareError as err:
         sys.stderr.write(f"verify: cannot check: {err}\n")
         return EXIT_CANNOT_CHECK

@@ -29,7 +29,7 @@ from typing import Final
 
 import yaml
 
-from gpushare.errors import GpushareError
+from gpushare.errors import EXIT_USAGE, GpushareError
 
 __all__ = [
     "CHART_DIRS_ENV",
@@ -50,7 +50,10 @@ CHART_FILE: Final = "Chart.yaml"
 
 
 class ChartSourceError(GpushareError):
-    """No pinned directory, cache entry or repository gave the release's chart at its version."""
+    """No pinned directory, cache entry or repository gave the release's chart at its version: an input
+    that cannot be read, exit 2 (errors.py's convention), not a finding about the stack."""
+
+    exit_code = EXIT_USAGE
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,7 @@ from typing import Any, Final
 import pulumi
 
 from gpushare import resource_types
-from gpushare.errors import GpushareError
+from gpushare.errors import EXIT_USAGE, GpushareError
 from gpushare.mig import setup as mig_setup
 from gpushare.offline.chart_render import ChartObject, RenderedRelease, render_releases
 from gpushare.offline.chart_sources import ChartSources
@@ -62,7 +62,7 @@ from gpushare.offline.manifests import (
 from gpushare.offline.mock_run import run_program
 from gpushare.offline.program_mocks import program_mocks
 from gpushare.offline.recorded import ProgramRun, RecordedResource
-from gpushare.offline.stack_files import SECRET_PLACEHOLDER, load_stack_config
+from gpushare.offline.stack_files import SECRET_PLACEHOLDER, load_stack_config, read_project_file
 from gpushare.stack.loading import load_stack
 from gpushare.stack.model import StackConfig
 
@@ -99,6 +99,38 @@ _MIN_LEAK_CHECK_LENGTH: Final = 6
 
 class RenderError(GpushareError):
     """The program failed under the mocks, or the render cannot be written."""
+
+
+class ProjectFileError(RenderError):
+    """The directory is not this Pulumi project: no Pulumi.yaml, another runtime, or a `main:` naming
+    another program (exit 2, as for any input that cannot be read as what it should be)."""
+
+    exit_code = EXIT_USAGE
+
+
+def check_project_file(project_dir: Path) -> None:
+    """Refuse, one line, a directory whose Pulumi.yaml `pulumi up` would not run as this program: render
+    and check run `project_dir/__main__.py` under Python, which is what `pulumi` runs only when the
+    runtime is `python` and `main:` (if any) names the project directory itself."""
+    try:
+        document, path = read_project_file(project_dir)
+    except (OSError, ValueError) as err:
+        raise ProjectFileError(str(err)) from None
+    runtime = document.get("runtime")
+    name = runtime.get("name") if isinstance(runtime, dict) else runtime
+    if name != "python":
+        raise ProjectFileError(
+            f"runtime {str(name)[:40]!r} is not python: gpushare renders and checks only its own Python "
+            "program",
+            source=path.name,
+        )
+    main = document.get("main")
+    if main is not None and (project_dir / str(main)).resolve() != project_dir.resolve():
+        raise ProjectFileError(
+            f"main: {str(main)[:80]!r} names another program than {project_dir}/__main__.py, which "
+            "gpushare would run; remove main: or run gpushare in that program's directory",
+            source=path.name,
+        )
 
 
 @dataclass(frozen=True)
@@ -159,6 +191,7 @@ def run_stack(project_dir: Path, stack: str) -> StackRun:
 
 
 def _run_validated(project_dir: Path, stack: str, stack_config: StackConfig) -> StackRun:
+    check_project_file(project_dir)
     try:
         config, secret_keys = load_stack_config(project_dir, stack)
     except (OSError, ValueError) as err:  # no Pulumi.yaml, or YAML the CLI would reject

@@ -41,6 +41,11 @@ def _read_project(program_dir: Path) -> tuple[dict[str, Any], Path]:
     return document, path
 
 
+def read_project_file(program_dir: Path) -> tuple[dict[str, Any], Path]:
+    """Pulumi.yaml (or .yml) as a mapping with a `name`, and its path; OSError or ValueError otherwise."""
+    return _read_project(Path(program_dir))
+
+
 def read_project_name(program_dir: Path) -> str:
     """`name:` from the program's Pulumi.yaml."""
     document, _ = _read_project(program_dir)

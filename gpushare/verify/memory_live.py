@@ -11,7 +11,6 @@ named, never an exception: the other checks go on.
 
 from __future__ import annotations
 
-import json
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -39,11 +38,18 @@ from gpushare.verify.memory_series import (
     vector_samples,
 )
 from gpushare.verify.memory_source import MemorySource
+from gpushare.verify.objects import resource_count as _count
 from gpushare.verify.report import Finding
+from gpushare.yaml_bounds import loads_json_bounded
 
-# (connect, read) seconds for one request, and for all GPU memory reads of one run together.
-REQUEST_TIMEOUT = (5, 15)
-TOTAL_SECONDS = 90
+# Connect within CONNECT_SECONDS; one request (an exporter page, a Prometheus query, a node's pod list),
+# headers and whole body, within REQUEST_SECONDS (a page dripped a byte at a time meets it, not only each
+# socket read); all GPU memory reads of one run within TOTAL_SECONDS. Behind them, the callers' hard stop
+# (reader.hard_stop) ends what these cannot see (a server dripping its status line and headers).
+CONNECT_SECONDS = 5.0
+REQUEST_SECONDS = 15.0
+TOTAL_SECONDS = 90.0
+_CHUNK = 64 * 1024
 # A dcgm-exporter page of an 8-GPU node with every default counter is ~150 KiB.
 MAX_PAGE_BYTES = 8 * 1024 * 1024
 ACCEPT = "text/plain;version=0.0.4;q=1,*/*;q=0.1"
@@ -61,13 +67,6 @@ LOOKED_FOR = (
     "dcgm-exporter (labels app=nvidia-dcgm-exporter or app.kubernetes.io/name=dcgm-exporter, or its image), "
     "nvidia_gpu_exporter (its image), TKE's kube-system/nvidia-gpu-exporter"
 )
-
-
-def _count(value: Any) -> int:
-    try:
-        return max(0, int(str(value)))
-    except ValueError:
-        return 0
 
 
 def pod_gpu_resources(pod: Mapping[str, Any]) -> dict[str, int]:
@@ -98,6 +97,16 @@ class _Deadline:
     def passed(self) -> bool:
         return time.monotonic() > self.end
 
+    def left(self) -> float:
+        return self.end - time.monotonic()
+
+
+class _Late(Exception):
+    """A request that did not end within REQUEST_SECONDS (or the run's TOTAL_SECONDS)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
 
 def _one_line(text: object, limit: int = 160) -> str:
     return " ".join(str(text).split())[:limit]
@@ -106,19 +115,26 @@ def _one_line(text: object, limit: int = 160) -> str:
 class _Http:
     """GET through the API server with the kubeconfig's credentials, or to another host without them."""
 
-    def __init__(self, api: client.ApiClient) -> None:
+    def __init__(self, api: client.ApiClient, run: _Deadline | None = None) -> None:
         self.api = api
+        self.run = run or _Deadline(TOTAL_SECONDS)
         self._plain: urllib3.PoolManager | None = None
 
     def get(self, url_or_path: str, accept: str) -> tuple[int, bytes]:
-        """(status, body of at most MAX_PAGE_BYTES + 1 bytes); urllib3/ApiException errors propagate."""
+        """(status, body of at most MAX_PAGE_BYTES + 1 bytes), read whole within REQUEST_SECONDS and the
+        run's deadline (`_Late` past either); urllib3/ApiException errors propagate."""
+        limit = min(REQUEST_SECONDS, self.run.left())
+        if limit <= 0:
+            raise _Late(0)
+        request = _Deadline(limit)
+        timeout = (min(CONNECT_SECONDS, limit), limit)
         host = str(self.api.configuration.host).rstrip("/")
         if url_or_path.startswith("/") or url_or_path.startswith(host + "/"):
             path = url_or_path.removeprefix(host)
             method, url, headers, _, _ = self.api.param_serialize(
                 "GET", path, header_params={"Accept": accept}, auth_settings=["BearerToken"]
             )
-            response = self.api.call_api(method, url, header_params=headers, _request_timeout=REQUEST_TIMEOUT)
+            response = self.api.call_api(method, url, header_params=headers, _request_timeout=timeout)
             raw = response.response
         else:
             # Another host: the cluster's credentials are not sent there.
@@ -127,12 +143,23 @@ class _Http:
                 "GET",
                 url_or_path,
                 headers={"Accept": accept},
-                timeout=urllib3.Timeout(connect=REQUEST_TIMEOUT[0], read=REQUEST_TIMEOUT[1]),
+                timeout=urllib3.Timeout(connect=timeout[0], read=timeout[1]),
                 preload_content=False,
                 redirect=False,
             )
         try:
-            return raw.status, raw.read(MAX_PAGE_BYTES + 1)
+            chunks: list[bytes] = []
+            size = 0
+            while size <= MAX_PAGE_BYTES:
+                if request.passed:
+                    raw.close()
+                    raise _Late(limit)
+                chunk = raw.read1(_CHUNK)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+            return raw.status, b"".join(chunks)
         finally:
             raw.release_conn()
 
@@ -140,7 +167,7 @@ class _Http:
 def _status_message(body: bytes) -> str:
     """The message of the API server's Status object, else the start of the body."""
     try:
-        status = json.loads(body)
+        status = loads_json_bounded(body)
     except ValueError:
         status = None
     message = status.get("message") if isinstance(status, dict) else None
@@ -152,8 +179,10 @@ def _failure(err: BaseException) -> str:
         return f"the API server answered {err.status} {_one_line(err.reason or '')}".rstrip()
     if isinstance(err, urllib3.exceptions.MaxRetryError) and err.reason is not None:
         err = err.reason
+    if isinstance(err, _Late):
+        return f"no complete answer within {err.seconds:g} s"
     if isinstance(err, urllib3.exceptions.ReadTimeoutError | urllib3.exceptions.ConnectTimeoutError):
-        return f"no answer within {REQUEST_TIMEOUT[1]} s"
+        return f"no answer within {REQUEST_SECONDS:g} s"
     return f"no answer: {_one_line(getattr(err, 'reason', None) or err)}"
 
 
@@ -161,9 +190,9 @@ class _Session:
     def __init__(self, api: client.ApiClient, source: MemorySource) -> None:
         self.api = api
         self.core = client.CoreV1Api(api)
-        self.http = _Http(api)
-        self.source = source
         self.deadline = _Deadline(TOTAL_SECONDS)
+        self.http = _Http(api, self.deadline)
+        self.source = source
         self.problems: list[tuple[str, str]] = []
         self.unread: set[str] = set()
 
@@ -173,27 +202,39 @@ class _Session:
 
     def node_pods(self, node: str) -> list[dict[str, Any]] | None:
         """Every pod bound to `node`; None (and a problem) when they cannot be listed."""
+        path = f"/api/v1/pods?{urlencode({'fieldSelector': f'spec.nodeName={node}'})}"
         try:
-            listed = self.core.list_pod_for_all_namespaces(
-                field_selector=f"spec.nodeName={node}", _request_timeout=REQUEST_TIMEOUT
-            )
-        except ApiException as err:
-            if err.status == 403:
+            status, body = self.http.get(path, "application/json")
+        except (ApiException, urllib3.exceptions.HTTPError, ConfigException, _Late) as err:
+            if isinstance(err, ApiException) and err.status == 403:
                 raise _Forbidden("list pods at cluster scope") from None
             self.problem(f"node/{node}", f"cannot list the pods on this node: {_failure(err)}", [node])
             return None
-        except (urllib3.exceptions.HTTPError, ConfigException, ValueError) as err:
-            self.problem(f"node/{node}", f"cannot list the pods on this node: {_failure(err)}", [node])
+        if status == 403:
+            raise _Forbidden("list pods at cluster scope")
+        items = None
+        if status == 200 and len(body) <= MAX_PAGE_BYTES:
+            try:
+                answer = loads_json_bounded(body)
+            except ValueError:
+                answer = None
+            items = answer.get("items") if isinstance(answer, dict) else None
+        if not isinstance(items, list) or not all(isinstance(p, dict) for p in items):
+            said = (
+                f"answered {status}: {_status_message(body)}"
+                if status != 200
+                else "the answer is not a PodList"
+            )
+            self.problem(f"node/{node}", f"cannot list the pods on this node: {said}", [node])
             return None
-        pods: list[dict[str, Any]] = [self.api.sanitize_for_serialization(p) for p in listed.items or []]
-        return [p for p in pods if (p.get("status") or {}).get("phase") not in _TERMINATED]
+        return [p for p in items if (p.get("status") or {}).get("phase") not in _TERMINATED]
 
     def scrape(self, exporter: ExporterPod) -> list[Readings] | None:
         path = f"/api/v1/namespaces/{exporter.namespace}/pods/{exporter.name}:{exporter.port}/proxy/metrics"
         where = f"{exporter.kind} {exporter}"
         try:
             status, body = self.http.get(path, ACCEPT)
-        except (ApiException, urllib3.exceptions.HTTPError, ConfigException) as err:
+        except (ApiException, urllib3.exceptions.HTTPError, ConfigException, _Late) as err:
             self.problem(str(exporter), f"{where} on node {exporter.node}: {_failure(err)}", [exporter.node])
             return None
         if status == 403:
@@ -229,7 +270,7 @@ class _Session:
         where = f"Prometheus at {self.source.prometheus}"
         try:
             status, body = self.http.get(url, "application/json")
-        except (ApiException, urllib3.exceptions.HTTPError, ConfigException) as err:
+        except (ApiException, urllib3.exceptions.HTTPError, ConfigException, _Late) as err:
             self.problem("prometheus", f"{where}: {expression}: {_failure(err)}")
             return None
         if status == 403:
@@ -241,7 +282,7 @@ class _Session:
             )
             return None
         try:
-            answer = json.loads(body)
+            answer = loads_json_bounded(body)
         except ValueError as err:
             self.problem(
                 "prometheus", f"{where}: {expression}: answered {status}, not JSON ({_one_line(err, 80)})"

@@ -20,7 +20,7 @@ from gpushare.plan import GPU_RESOURCE, PoolPlan, SharingPlan
 from gpushare.stack.model import Exclusive, Mig
 from gpushare.tuning import tune
 from gpushare.verify.memory_observation import LiveMemory
-from gpushare.verify.memory_series import Readings
+from gpushare.verify.memory_series import PodUse, Readings
 
 
 @dataclass(frozen=True)
@@ -70,34 +70,68 @@ def _targets(plan: PoolPlan) -> list[_Target] | str:
 
 
 def _allocatable(node: Mapping[str, Any], resource: str) -> int:
-    try:
-        return int(str(((node.get("status") or {}).get("allocatable") or {}).get(resource, 0)))
-    except ValueError:
-        return 0
+    # The client's quantity parser, as every reader of the cluster reads quantities (`1k` is 1000). Imported
+    # here: the CLI imports this module for every command, the Kubernetes client only for the live ones.
+    from gpushare.verify.objects import resource_count
+
+    return resource_count(((node.get("status") or {}).get("allocatable") or {}).get(resource, 0))
 
 
 def _node_candidates(
     node: Mapping[str, Any], target: _Target, readings: Readings, live: LiveMemory
 ) -> list[Candidate] | str:
+    """The candidates one node gives, [] when no pod there holds a slot (nothing to measure), or why the
+    memory of a pod that holds one cannot be known (which refuses the pool)."""
     name = str((node.get("metadata") or {}).get("name"))
     units = sorted(u for u in readings.used_mib if u.mig_profile == target.profile)
     what = f"MIG {target.profile} instance" if target.profile else "GPU"
+    holders = live.gpu_pods.get(name)
+    # The slots each pod holds as its spec says (the scheduler's count), not as series or labels say.
+    slots_of = (
+        {pod: holders.pods[pod][target.resource] for pod in holders.holders(target.resource)}
+        if holders
+        else {}
+    )
+    if not slots_of:
+        return []
     if not units:
         return f"node {name}: {readings.exporter} reports no {what} memory"
-    pods = [p for p in readings.pods if p.unit in units]
-    if pods:
-        return [Candidate(name, p.per_slot_mib, f"pod {p.pod}'s own series on node {name}") for p in pods]
-    holders = live.gpu_pods.get(name)
-    holding = holders.holders(target.resource) if holders else []
-    if not holding:
-        return f"node {name}: no pod holds a {target.resource} slot, so no memory there is a pod's"
+    series = [p for p in readings.pods if p.unit in units]
+    if series:
+        uses: dict[str, list[PodUse]] = {}
+        for use in series:
+            # A series of a pod that holds no slot here (gone, or a GPU user outside the scheduler) is no
+            # measurement of what a slot needs.
+            if use.pod in slots_of:
+                uses.setdefault(use.pod, []).append(use)
+        unread = sorted(set(slots_of) - set(uses))
+        if unread:
+            return (
+                f"node {name}: {', '.join(unread)} hold{'s' if len(unread) == 1 else ''} {target.resource} "
+                f"slots but {readings.exporter} gives no per-pod series for "
+                f"{'it' if len(unread) == 1 else 'them'}: the GPU's memory cannot be split"
+            )
+        candidates = []
+        for pod, pod_uses in sorted(uses.items()):
+            # Divided by the replicas the pod holds on that unit as its spec says (its slots over the units
+            # it appears on), never by how many series list it: one pod under many indexes holds one slot.
+            per_unit = max(1, slots_of[pod] // len(pod_uses))
+            for use in pod_uses:
+                divisor = max(1, min(use.slots, per_unit))
+                candidates.append(
+                    Candidate(name, use.used_mib / divisor, f"pod {pod}'s own series on node {name}")
+                )
+        return candidates
     advertised = _allocatable(node, target.resource)
-    if advertised <= target.per_node:
+    held = sum(slots_of.values())
+    if advertised == target.per_node and held <= target.per_node:
+        # Exclusive (one slot per unit, as the node advertises it): each unit serves at most one pod.
         return [Candidate(name, readings.used_mib[u], f"one pod per {what} on node {name}") for u in units]
-    if len(units) == 1 and len(holding) == 1 and holders and holders.pods[holding[0]][target.resource] == 1:
-        return [Candidate(name, readings.used_mib[units[0]], f"pod {holding[0]} alone on node {name}")]
+    if len(units) == 1 and held == 1:
+        only = next(iter(slots_of))
+        return [Candidate(name, readings.used_mib[units[0]], f"pod {only} alone on node {name}")]
     return (
-        f"node {name}: {len(holding)} pods share its {what}s ({advertised} slots advertised) and "
+        f"node {name}: {len(slots_of)} pods hold {held} slots of its {what}s ({advertised} advertised) and "
         f"{readings.exporter} gives no per-pod series (dcgm-exporter does with KUBERNETES_VIRTUAL_GPUS=true); "
         "measure while the GPUs are exclusive, or enable per-pod series"
     )
@@ -139,8 +173,15 @@ def pool_peaks(plan: SharingPlan, nodes: Sequence[Mapping[str, Any]], live: Live
         for node in pool_nodes:
             name = str((node.get("metadata") or {}).get("name"))
             readings = live.observation.readings.get(name)
+            holders = live.gpu_pods.get(name)
+            if holders is None:
+                reasons.append(
+                    f"node {name}: its pods could not be listed, so its slots' holders are unknown"
+                )
+                continue
             if readings is None:
-                reasons.append(f"node {name}: no GPU memory reading ({live.observation.source})")
+                if holders.allocated():
+                    reasons.append(f"node {name}: no GPU memory reading ({live.observation.source})")
                 continue
             for target in targets:
                 found = _node_candidates(node, target, readings, live)
@@ -151,8 +192,13 @@ def pool_peaks(plan: SharingPlan, nodes: Sequence[Mapping[str, Any]], live: Live
         if not pool_nodes:
             reasons.append(f"no node carries {kube_names.LABEL_POOL}={pool.name}")
         peak = max(candidates, key=lambda c: (c.mib, c.node), default=None)
-        if peak is None or peak.mib <= 0:
-            why = "; ".join(reasons) or "its GPUs use no memory: run the workload, then measure"
+        if reasons or peak is None or peak.mib <= 0:
+            # Any pod holding a slot whose memory is unknown could be the peak: no figure for the pool.
+            why = "; ".join(reasons) or (
+                "no pod holds a slot on its nodes: run the workload, then measure"
+                if peak is None
+                else "its GPUs use no memory: run the workload, then measure"
+            )
             peaks.append(PoolPeak(pool.name, pool.gpu, measured, now, None, None, why, False))
             continue
         try:
@@ -160,8 +206,5 @@ def pool_peaks(plan: SharingPlan, nodes: Sequence[Mapping[str, Any]], live: Live
         except GpushareError as err:
             peaks.append(PoolPeak(pool.name, pool.gpu, measured, now, None, None, err.message, False))
             continue
-        unread = f" (not read: {'; '.join(reasons)})" if reasons else ""
-        peaks.append(
-            PoolPeak(pool.name, pool.gpu, measured, now, peak, then, f"{peak.how}{unread}", writable)
-        )
+        peaks.append(PoolPeak(pool.name, pool.gpu, measured, now, peak, then, peak.how, writable))
     return peaks

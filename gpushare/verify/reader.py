@@ -40,7 +40,7 @@ from gpushare.verify.report import (
     K8sObject,
 )
 from gpushare.verify.workload_checks import gpu_pending_pods
-from gpushare.yaml_bounds import YamlBoundError, YamlTooDeepError, check_flow_depth
+from gpushare.yaml_bounds import YamlBoundError, YamlTooDeepError, check_flow_depth, loads_json_bounded
 
 # Every request ends: connect within CONNECT_SECONDS, each read from the socket within READ_SECONDS, the
 # whole answer (headers and body) within REQUEST_SECONDS, and all of verify's reading within RUN_SECONDS
@@ -64,6 +64,7 @@ MAX_THROTTLED_RETRIES = 3
 # and headers, a TLS handshake or an exec credential plugin that never ends): an interval timer in the
 # main thread stops the reading HARD_STOP_GRACE_SECONDS after RUN_SECONDS.
 HARD_STOP_GRACE_SECONDS = 10.0
+HARD_STOP_REPEAT_SECONDS = 0.25
 _CHUNK = 64 * 1024
 _PLUGIN_CHECKS = (PLUGIN_CONFIG_CURRENT, PLUGIN_CRASHLOOP, MANAGED_PLUGIN_DRIFT)
 # Owners of pending pods, read to see whether a rollout waits behind them.
@@ -99,15 +100,19 @@ def hard_stop(seconds: float, server: str) -> Iterator[None]:
         raise _HardStop()
 
     previous = signal.signal(signal.SIGALRM, stop)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    # Then again every HARD_STOP_REPEAT_SECONDS: Python swallows an exception raised while it runs a
+    # garbage-collector callback ("Exception ignored in ... WeakSet"), and the stop must not be lost so.
+    signal.setitimer(signal.ITIMER_REAL, seconds, HARD_STOP_REPEAT_SECONDS)
     try:
-        yield
+        try:
+            yield
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)  # disarmed before anything else runs
     except _HardStop:
         raise ClusterUnavailable(
             f"{server}: no complete answers within {seconds:g} s; verify stopped"
         ) from None
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
 
 
@@ -153,6 +158,12 @@ def api_client(kubeconfig: str | None, context: str | None) -> client.ApiClient:
     try:
         explicit = kubeconfig or os.environ.get("KUBECONFIG")
         default = Path.home() / ".kube" / "config"
+        if not explicit and not default.exists() and not os.environ.get("KUBERNETES_SERVICE_HOST"):
+            # The client's own words for this are "Invalid kube-config file. No configuration found."
+            raise ClusterUnavailable(
+                f"no kubeconfig: {default} does not exist, $KUBECONFIG is not set, and this is not a pod "
+                "(no KUBERNETES_SERVICE_HOST); give --kubeconfig PATH"
+            )
         if explicit or default.exists() or not os.environ.get("KUBERNETES_SERVICE_HOST"):
             api = config.new_client_from_config(
                 config_file=kubeconfig,
@@ -334,9 +345,10 @@ class _Reader:
         what = f"{verb} {resource}"
         try:
             body = self.http.read(request, what, **kwargs)
-            return self.api.deserialize(
-                body.decode("utf-8"), _ANSWER_TYPES[request.__name__], "application/json"
-            )
+            text = body.decode("utf-8")
+            # The client's deserialize recurses through json.loads: the depth is bounded first.
+            loads_json_bounded(text)
+            return self.api.deserialize(text, _ANSWER_TYPES[request.__name__], "application/json")
         except ApiException as err:
             if err.status == 404:
                 return NOT_FOUND
@@ -526,3 +538,16 @@ def _read_snapshot(
         scheduling_events=tuple(events),
         denied=tuple(reader.denied.values()),
     )
+
+
+def read_objects(api: client.ApiClient, refs: tuple[ObjectRef, ...]) -> dict[ObjectRef, K8sObject]:
+    """The objects of `refs` that exist and may be read (404 and 403 leave them out), within the bounds
+    above: what `measure` reads to confirm the cluster's identity before anything else."""
+    with hard_stop(RUN_SECONDS + HARD_STOP_GRACE_SECONDS, str(api.configuration.host)):
+        reader = _Reader(api)
+        found: dict[ObjectRef, K8sObject] = {}
+        for ref in refs:
+            obj = reader.get(ref, ())
+            if isinstance(obj, dict):
+                found[ref] = obj
+        return found
