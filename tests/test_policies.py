@@ -340,7 +340,9 @@ def test_pack_has_every_required_policy_with_its_level() -> None:
     }
     # Every mandatory policy says what to change (PolicyInfo.remediation_steps, shown by the service).
     mandatory = (None, EnforcementLevel.MANDATORY)
-    assert [p.name for p in rules.POLICIES if p.enforcement_level in mandatory and not p.remediation_steps] == []
+    assert [
+        p.name for p in rules.POLICIES if p.enforcement_level in mandatory and not p.remediation_steps
+    ] == []
     main = (PROJECT_DIR / "policies" / "__main__.py").read_text()
     assert (
         'PolicyPack(name="gpushare"' in main

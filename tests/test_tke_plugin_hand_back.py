@@ -46,6 +46,8 @@ def test_the_adopt_patch_is_retained_on_delete_under_gpushares_field_manager() -
     assert patch.name == "gpushare-managed-plugin-patch"
     assert patch.retain_on_delete is True
     assert patch.inputs["metadata"]["annotations"] == {
+        "gpushare.io/cluster": "cls-prod0001",  # whose patch it is (issue 34's identity)
+        "gpushare.io/stack": "prod",
         "pulumi.com/patchForce": "true",
         "pulumi.com/patchFieldManager": FIELD_MANAGER,
     }
