@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from kubernetes import config, dynamic  # type: ignore[import-untyped]
+from kubernetes import config, dynamic
 
 ENGINE_BIN = Path(__file__).resolve().parent.parent / ".engine" / "bin"
 # A cold kube-apiserver on a busy 2-core machine takes tens of seconds to answer /readyz.
