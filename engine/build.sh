@@ -41,8 +41,24 @@ if wanted pulumi && ! up_to_date pulumi "$PULUMI_VERSION"; then
 fi
 build pulumi "$PULUMI_VERSION" pulumi github.com/pulumi/pulumi/pkg/v3/cmd/pulumi \
     "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$PULUMI_VERSION"
-build pulumi-resource-kubernetes "$KUBERNETES_PROVIDER_MODULE_VERSION" kubernetes-provider \
-    github.com/pulumi/pulumi-kubernetes/provider/v4/cmd/pulumi-resource-kubernetes \
+# The provider's own main embeds schema-embed.json, which its release build generates (the module zip lacks
+# it): engine/kubernetes-provider/main.go serves the provider, embedding what this writes as the
+# module's generate.go would (schema.json with the version set, both files compacted).
+if wanted pulumi-resource-kubernetes && ! up_to_date pulumi-resource-kubernetes "$KUBERNETES_PROVIDER_MODULE_VERSION"; then
+    provider_dir=$(go list -C engine/kubernetes-provider -m -f '{{.Dir}}' github.com/pulumi/pulumi-kubernetes/provider/v4)
+    python3 - "$provider_dir/cmd/pulumi-resource-kubernetes" engine/kubernetes-provider \
+        "$KUBERNETES_PROVIDER_PLUGIN_VERSION" <<'PYTHON'
+import json, sys
+from pathlib import Path
+source, target, version = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
+schema = json.loads((source / "schema.json").read_text())
+schema["version"] = version
+(target / "schema-embed.json").write_text(json.dumps(schema, separators=(",", ":")))
+mapping = json.loads((source / "terraform-mapping.json").read_text())
+(target / "terraform-mapping-embed.json").write_text(json.dumps(mapping, separators=(",", ":")))
+PYTHON
+fi
+build pulumi-resource-kubernetes "$KUBERNETES_PROVIDER_MODULE_VERSION" kubernetes-provider . \
     "-X github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/version.Version=$KUBERNETES_PROVIDER_PLUGIN_VERSION"
 build etcd "$ETCD_VERSION" etcd go.etcd.io/etcd/server/v3
 build kube-apiserver "$KUBERNETES_VERSION" kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
