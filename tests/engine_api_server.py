@@ -141,7 +141,9 @@ def running_api_server(directory: Path) -> Iterator[ApiServer]:
          f"--service-account-key-file={directory / 'sa.pub'}",
          f"--service-account-signing-key-file={directory / 'sa.key'}",
          # No controller manager creates the namespaces' default service accounts.
-         "--disable-admission-plugins=ServiceAccount"],
+         "--disable-admission-plugins=ServiceAccount",
+         # The endpoint reconciler refuses a loopback address for the `kubernetes` Service.
+         "--endpoint-reconciler-type=none"],
         stdout=apiserver_log, stderr=subprocess.STDOUT,
     )  # fmt: skip
     try:
