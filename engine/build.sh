@@ -61,4 +61,7 @@ fi
 build pulumi-resource-kubernetes "$KUBERNETES_PROVIDER_MODULE_VERSION" kubernetes-provider . \
     "-X github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/version.Version=$KUBERNETES_PROVIDER_PLUGIN_VERSION"
 build etcd "$ETCD_VERSION" etcd go.etcd.io/etcd/server/v3
-build kube-apiserver "$KUBERNETES_VERSION" kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
+minor=${KUBERNETES_VERSION#v1.}
+minor=${minor%%.*}
+build kube-apiserver "$KUBERNETES_VERSION" kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver \
+    "-X k8s.io/component-base/version.gitVersion=$KUBERNETES_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor"
