@@ -10,7 +10,7 @@ STACKS := $(patsubst Pulumi.%.yaml,%,$(wildcard Pulumi.*.yaml))
 CHART_DIRS ?= $(wildcard ../shared/charts)
 CHART_ARGS := $(addprefix --chart-dir ,$(CHART_DIRS))
 
-.PHONY: test test-e2e lint typecheck unit plan render check verify scan ci-stacks bench bench-cpu bench-update dist dist-check mutation clean
+.PHONY: test test-e2e engine test-engine lint typecheck unit plan render check verify scan ci-stacks bench bench-cpu bench-update dist dist-check mutation clean
 
 # Requirements are (re)installed into the venv whenever a requirements file changes; requirements.txt
 # installs this repository's gpushare distribution in editable mode, so venv/bin/gpushare runs this tree.
@@ -24,7 +24,7 @@ test: $(VENV)/.installed lint typecheck unit
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/shellcheck gpushare/mig/node_files/*.sh tests/fixtures/fake_node/* .ci/run .ci/dist-check
+	$(VENV)/bin/shellcheck gpushare/mig/node_files/*.sh tests/fixtures/fake_node/* .ci/run .ci/dist-check engine/build.sh
 	$(VENV)/bin/actionlint .github/workflows/*.yml
 
 typecheck: $(VENV)/.installed
@@ -33,12 +33,22 @@ typecheck: $(VENV)/.installed
 # Two workers (the machines have 2 cores); a test file stays on one worker, so its module fixtures
 # (one render, one fake API server) are built once.
 unit: $(VENV)/.installed
-	$(PY) -m pytest -n 2 --dist loadfile -m "not e2e"
+	$(PY) -m pytest -n 2 --dist loadfile -m "not e2e and not engine"
 
 # The tests that start whole processes (the policy pack over gRPC, the CLI, the component host, the
 # benchmarks' renders): slower, so outside `make test`'s minute; CI runs them right after it.
 test-e2e: $(VENV)/.installed
-	$(PY) -m pytest -n 2 --dist loadfile -m e2e
+	$(PY) -m pytest -n 2 --dist loadfile -m "e2e and not engine"
+
+# The real tools in .engine/bin/ (gitignored): the Pulumi CLI, pulumi-resource-kubernetes, etcd and
+# kube-apiserver, built with Go from the module proxy at engine/versions.env's pins (engine/build.sh;
+# idempotent; Go's default GOMODCACHE/GOCACHE). A cold build takes long: docs/performance.md.
+engine:
+	engine/build.sh
+
+# The tests that need those tools (pytest marker `engine`): a real API server on loopback.
+test-engine: $(VENV)/.installed engine
+	$(PY) -m pytest -m engine
 
 plan: $(VENV)/.installed
 	$(PY) -m gpushare plan --stack $(STACK)

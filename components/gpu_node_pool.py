@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pulumi
@@ -33,6 +34,17 @@ AUTOSCALED_IGNORE_CHANGES = ("desiredCapacity",)
 
 
 @dataclass(frozen=True)
+class PoolPlacement:
+    """Where a pool's instances go. The hosted component passes other resources' outputs here (a cluster
+    created by the same program, secret subnets): they decide no resource, so they flow into the node pool
+    as Inputs, unknown at preview or secret as they come."""
+
+    cluster_id: pulumi.Input[str]
+    vpc_id: pulumi.Input[str]
+    subnet_ids: pulumi.Input[Sequence[pulumi.Input[str]]]
+
+
+@dataclass(frozen=True)
 class GpuNodePoolArgs:
     cluster: Cluster
     pool: Pool
@@ -48,6 +60,17 @@ class GpuNodePoolArgs:
     mig_enable: bool | None = None
     # TKE's switch label for its own device plugin: `disable` opts the pool out of it (managedPlugin optOut).
     device_enable: str = kube_names.DEVICE_ENABLE_VALUE
+    # None: the validated stack's cluster and subnets (the standalone program).
+    placement: PoolPlacement | None = None
+
+    def resolved_placement(self) -> PoolPlacement:
+        if self.placement is not None:
+            return self.placement
+        return PoolPlacement(
+            cluster_id=self.cluster.id,
+            vpc_id=self.cluster.vpc_id,
+            subnet_ids=list(self.pool.subnet_ids or self.cluster.subnet_ids),
+        )
 
 
 def node_labels(args: GpuNodePoolArgs) -> dict[str, str]:
@@ -110,13 +133,14 @@ class GpuNodePool(pulumi.ComponentResource):
             user_data=script,
         )
         autoscaled = pool.nodes.min != pool.nodes.max
+        placement = args.resolved_placement()
         node_pool = tencentcloud.kubernetes.NodePool(
             f"{name}-pool",
             tencentcloud.kubernetes.NodePoolArgs(
                 name=tke_limits.node_pool_name(pool.name),
-                cluster_id=args.cluster.id,
-                vpc_id=args.cluster.vpc_id,
-                subnet_ids=list(pool.subnet_ids or args.cluster.subnet_ids),
+                cluster_id=placement.cluster_id,
+                vpc_id=placement.vpc_id,
+                subnet_ids=placement.subnet_ids,
                 min_size=pool.nodes.min,
                 max_size=pool.nodes.max,
                 desired_capacity=pool.nodes.desired,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,7 +11,7 @@ import pulumi
 from components.device_plugin_daemonsets import DevicePluginDaemonSets, DevicePluginDaemonSetsArgs
 from components.device_plugin_release import CHART as DEVICE_PLUGIN_RELEASE
 from components.device_plugin_release import DevicePluginRelease, DevicePluginReleaseArgs
-from components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
+from components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs, PoolPlacement
 from components.gpu_operator_release import GpuOperatorRelease, GpuOperatorReleaseArgs
 from components.managed_device_plugin import ManagedDevicePlugin, ManagedDevicePluginArgs
 from components.mig_partition import MigPartition, MigPartitionArgs
@@ -66,10 +67,16 @@ class GpuSharingCluster(pulumi.ComponentResource):
         )
 
     @staticmethod
-    def compose(cluster: pulumi.ComponentResource, name: str, stack: StackConfig) -> Composition:
+    def compose(
+        cluster: pulumi.ComponentResource,
+        name: str,
+        stack: StackConfig,
+        placements: Mapping[str, PoolPlacement] | None = None,
+    ) -> Composition:
         """Every child of one GPU-sharing cluster, under `cluster` and named after `name`. The hosted
         package's component (components/hosted_gpu_sharing_cluster.py) builds its children here too, so
-        both register the same resources."""
+        both register the same resources; it passes `placements` (pool name -> cluster and subnets as
+        Inputs) where those come from other resources."""
         plugin = stack.plugin
         plan = build_plan(stack)
         entries = plugin_config_entries(plan)
@@ -113,6 +120,7 @@ class GpuSharingCluster(pulumi.ComponentResource):
                     protect=pool.protect if pool.protect is not None else stack.protect_pools,
                     delete_before_replace=pool.delete_before_replace,
                     device_enable=managed.device_enable_value,
+                    placement=placements.get(pool.name) if placements else None,
                 ),
                 child,
             )

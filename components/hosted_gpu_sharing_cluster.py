@@ -13,13 +13,18 @@ Pulumi's schema analyzer reads this module's annotations at run time: it must no
 docstrings become the schema's descriptions.
 """
 
+import asyncio
 import re
+from dataclasses import dataclass
 from enum import Enum, StrEnum
 from typing import Any, NotRequired, TypedDict, cast
 
 import pulumi
+from pulumi.output import Unknown, _OutputData
+from pulumi.runtime import rpc
 
-from components.gpu_sharing_cluster import TYPE_TOKEN, Composition
+from components.gpu_node_pool import PoolPlacement
+from components.gpu_sharing_cluster import TYPE_TOKEN
 from components.gpu_sharing_cluster import GpuSharingCluster as StandaloneGpuSharingCluster
 from gpushare.errors import ConfigError
 from gpushare.stack.loading import from_config_values
@@ -423,26 +428,29 @@ class GpuSharingCluster(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: GpuSharingClusterArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        values = pulumi.Output.from_input(cast(dict[str, Any], dict(args)))
-        # The children are built from resolved values (inside an apply), which carry no dependencies: the
-        # component itself depends on whatever produced its inputs (say the cluster that gives `cluster.id`),
-        # and its children come after it and are deleted before it.
-        inputs_ready = cast(pulumi.Resource, values.apply(lambda _: None))
+        raw = cast(dict[str, Any], dict(args))
+        # The children are registered from the inputs' known structure, so a preview with a cluster or
+        # subnets still to be created shows (and the policy pack judges) every child; those placement values
+        # flow into the node pools as Outputs. What decides the resources must be known (and plain) here,
+        # and is validated before anything is registered: a bad input leaves nothing half-built.
+        known, placed = split_inputs(name, raw)
+        stack = validated_stack(name, known)
+        # The component depends on whatever produced its inputs (say the cluster that gives `cluster.id`):
+        # its children come after it and are deleted before it.
+        inputs_ready = cast(pulumi.Resource, pulumi.Output.from_input(raw).apply(lambda _: None))
         super().__init__(
             TYPE_TOKEN,
             name,
             None,
             pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[inputs_ready])),
         )
-        composition: pulumi.Output[Composition] = values.apply(
-            lambda resolved: StandaloneGpuSharingCluster.compose(self, name, validated_stack(name, resolved))
-        )
-        self.capacity = composition.apply(lambda c: cast(Capacity, schema_names(c.capacity)))
-        self.total_slots = composition.apply(lambda c: int(c.capacity["totalSlots"]))
-        self.slots_before = composition.apply(lambda c: int(c.capacity["slotsBefore"]))
-        self.node_pool_ids = composition.apply(lambda c: pulumi.Output.all(**c.node_pool_ids))
-        self.config_map_name = composition.apply(lambda c: c.config_map_name)
-        self.helm_release_names = composition.apply(lambda c: c.helm_release_names)
+        composition = StandaloneGpuSharingCluster.compose(self, name, stack, pool_placements(stack, placed))
+        self.capacity = pulumi.Output.from_input(cast(Capacity, schema_names(composition.capacity)))
+        self.total_slots = pulumi.Output.from_input(int(composition.capacity["totalSlots"]))
+        self.slots_before = pulumi.Output.from_input(int(composition.capacity["slotsBefore"]))
+        self.node_pool_ids = pulumi.Output.all(**composition.node_pool_ids)
+        self.config_map_name = pulumi.Output.from_input(composition.config_map_name)
+        self.helm_release_names = pulumi.Output.from_input(composition.helm_release_names)
         self.register_outputs(
             {
                 "capacity": self.capacity,
@@ -453,6 +461,194 @@ class GpuSharingCluster(pulumi.ComponentResource):
                 "helmReleaseNames": self.helm_release_names,
             }
         )
+
+
+# The inputs that only say where the pools' instances go: they may be other resources' outputs (unknown at
+# preview) or secrets, and reach the node pools as Outputs. While unknown, a well-formed stand-in of the
+# same kind is validated in their place (a known value is validated as it is). Every other input decides
+# what gpushare registers (the pools, their labels, the plugins' replicas) and must be known and plain.
+_PLACEMENT_STAND_INS: dict[str, Any] = {
+    "cluster.id": "cls-00000000",
+    "cluster.vpcId": "vpc-00000000",
+    "cluster.subnetIds": ["subnet-00000000"],
+    "pools[].subnetIds": ["subnet-00000000"],
+}
+SECRET_REASON = (
+    "is or holds a secret: gpushare writes it, or what it derives, in plain resource inputs "
+    "(only cluster.id, cluster.vpcId and cluster.subnetIds may be secret)"
+)
+_POOL_INDEX = re.compile(r"^pools\[\d+\]")
+
+
+@dataclass(frozen=True)
+class _Peeked:
+    """An input value as the host delivered it: plain, or an output that is known (maybe secret) or not."""
+
+    state: str  # "plain", "known" or "unknown"
+    value: Any = None
+    secret: bool = False
+
+
+def _peek(value: Any) -> _Peeked:
+    """What an input value is, without awaiting: the host decodes the engine's output values into Outputs
+    whose data is already there (pulumi.runtime.rpc.deserialize_output_value), and secrets nested in
+    objects into the wire's secret form. An Output whose data is not there yet counts as unknown."""
+    if isinstance(value, pulumi.Output):
+        # The SDK offers no synchronous read of an Output, resolved or not: its data future is read here.
+        data = value._data
+        if not data.done() or data.exception() is not None:
+            return _Peeked("unknown")
+        resolved = data.result()
+        if not resolved.is_known:
+            return _Peeked("unknown", secret=resolved.is_secret)
+        return _Peeked("known", resolved.value, secret=resolved.is_secret)
+    if isinstance(value, Unknown):
+        return _Peeked("unknown")
+    if isinstance(value, dict) and value.get(rpc._special_sig_key) == rpc._special_secret_sig:
+        inner = _peek(value.get("value"))
+        return _Peeked(inner.state if inner.state != "plain" else "known", inner.value, secret=True)
+    return _Peeked("plain", value)
+
+
+def split_inputs(name: str, raw: dict[str, Any]) -> tuple[dict[str, Any], dict[str, pulumi.Input[Any]]]:
+    """(the inputs as plain values to validate, the placement inputs that are outputs, by key path).
+    Raises one `pulumi.InputPropertiesError` naming every input that decides the resources but is unknown,
+    secret or a resource reference."""
+    problems: list[tuple[str, str]] = []
+    placed: dict[str, pulumi.Input[Any]] = {}
+
+    def walk(value: Any, path: str) -> Any:
+        pattern = _POOL_INDEX.sub("pools[]", path)
+        peeked = _peek(value)
+        if isinstance(peeked.value, pulumi.Resource):
+            problems.append((path, "is a resource reference; pass one of its outputs (like its `id`)"))
+            return None
+        if pattern in _PLACEMENT_STAND_INS:
+            if peeked.state == "plain" and not _contains_outputs(peeked.value):
+                return walk_plain(peeked.value, path)
+            placed[path] = _as_input(value)
+            if peeked.state == "unknown" or _contains_unknowns(peeked.value):
+                return _PLACEMENT_STAND_INS[pattern]
+            return walk_plain(_known_value(peeked.value), path)
+        if peeked.state == "unknown":
+            problems.append((path, "must be known at preview: it decides which resources gpushare registers"))
+            return None
+        # The host marks a whole top-level input secret when any value in it is (which one is lost);
+        # `kubernetesVersion` only validates the plugin's version and is written nowhere.
+        if peeked.secret and path != "cluster.kubernetesVersion":
+            problems.append((path, SECRET_REASON))
+            return None
+        return walk_plain(peeked.value, path)
+
+    def walk_plain(value: Any, path: str) -> Any:
+        if isinstance(value, dict):
+            return {key: walk(item, f"{path}.{key}") for key, item in value.items()}
+        if isinstance(value, list):
+            return [walk(item, f"{path}[{index}]") for index, item in enumerate(value)]
+        return value
+
+    known = {key: walk(spread_outputs(value, key), key) for key, value in raw.items()}
+    if problems:
+        source = f"GpuSharingCluster {name}"
+        message = "\n".join(f"{source}: {path}: {reason}" for path, reason in problems)
+        raise pulumi.InputPropertiesError(
+            message, [{"property_path": path, "reason": reason} for path, reason in problems]
+        )
+    return known, placed
+
+
+def spread_outputs(value: Any, path: str) -> Any:
+    """`value` with each known output of an object or list turned into that object or list of outputs
+    (each keeping the secret mark and dependencies), so that the SDK maps an object's fields (it would
+    take an output for `{}`) and only the values that are outputs stay outputs. A secret object is spread
+    only under `cluster` (its placement values may be secret); elsewhere it stays whole, to be refused."""
+    peeked = _peek(value)
+    if peeked.state == "known" and isinstance(peeked.value, dict | list):
+        if peeked.secret and path.split(".")[0].split("[")[0] != "cluster":
+            return value
+        resources = _resources_of(value)
+        items = peeked.value.items() if isinstance(peeked.value, dict) else enumerate(peeked.value)
+        spread = {
+            key: spread_outputs(
+                item if _peek(item).state != "plain" else _resolved_output(item, peeked.secret, resources),
+                f"{path}.{key}" if isinstance(key, str) else f"{path}[{key}]",
+            )
+            for key, item in items
+        }
+        return spread if isinstance(peeked.value, dict) else list(spread.values())
+    if peeked.state == "plain" and isinstance(value, dict):
+        return {key: spread_outputs(item, f"{path}.{key}") for key, item in value.items()}
+    if peeked.state == "plain" and isinstance(value, list):
+        return [spread_outputs(item, f"{path}[{index}]") for index, item in enumerate(value)]
+    return value
+
+
+def _resources_of(value: Any) -> set[pulumi.Resource]:
+    if isinstance(value, pulumi.Output) and value._data.done():
+        return set(value._data.result().resources)
+    return set()
+
+
+def _resolved_output(value: Any, secret: bool, resources: set[pulumi.Resource]) -> pulumi.Output[Any]:
+    """An Output whose data is there at once, as the host's own decoded output values are."""
+    data: asyncio.Future[_OutputData[Any]] = asyncio.get_event_loop().create_future()
+    data.set_result(_OutputData(resources=resources, value=value, is_known=True, is_secret=secret))
+    return pulumi.Output._from_data(data)
+
+
+def _as_input(value: Any) -> pulumi.Input[Any]:
+    """A placement input as an Input: a list stays a list (its known length), each item the output it is;
+    the wire's nested secret form becomes a secret Output."""
+    peeked = _peek(value)
+    if peeked.state != "plain" and not isinstance(value, pulumi.Output):
+        return pulumi.Output.secret(peeked.value)
+    if isinstance(value, list):
+        return [_as_input(item) for item in value]
+    return value
+
+
+def _contains_outputs(value: Any) -> bool:
+    if _peek(value).state != "plain":
+        return True
+    if isinstance(value, list):
+        return any(_contains_outputs(item) for item in value)
+    return False
+
+
+def _contains_unknowns(value: Any) -> bool:
+    peeked = _peek(value)
+    if peeked.state == "unknown":
+        return True
+    if isinstance(peeked.value, list):
+        return any(_contains_unknowns(item) for item in peeked.value)
+    return False
+
+
+def _known_value(value: Any) -> Any:
+    """A known placement value with its outputs' values read (validated as the stack file's would be)."""
+    if isinstance(value, list):
+        return [_known_value(item) for item in value]
+    peeked = _peek(value)
+    return _known_value(peeked.value) if peeked.state != "plain" else value
+
+
+def pool_placements(stack: StackConfig, placed: dict[str, pulumi.Input[Any]]) -> dict[str, PoolPlacement]:
+    """Pool name -> where its instances go, with the placement inputs that are outputs in place of the
+    validated stand-ins; empty when every placement input was plain (the validated values serve)."""
+    if not placed:
+        return {}
+    cluster = stack.cluster
+    cluster_subnets: pulumi.Input[Any] = placed.get("cluster.subnetIds", list(cluster.subnet_ids))
+    placements: dict[str, PoolPlacement] = {}
+    for index, pool in enumerate(stack.pools):
+        own = f"pools[{index}].subnetIds"
+        subnets = placed.get(own) or (list(pool.subnet_ids) if pool.subnet_ids else cluster_subnets)
+        placements[pool.name] = PoolPlacement(
+            cluster_id=placed.get("cluster.id", cluster.id),
+            vpc_id=placed.get("cluster.vpcId", cluster.vpc_id),
+            subnet_ids=subnets,
+        )
+    return placements
 
 
 # `<key path>: <reason>` after the source, as `gpushare.stack.messages` writes each problem.

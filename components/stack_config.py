@@ -2,22 +2,11 @@
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 import pulumi
 
 from gpushare.errors import GpushareError
-from gpushare.stack.loading import from_config_values, stack_file_name
+from gpushare.stack.loading import from_config_values, program_config_value, stack_file_name
 from gpushare.stack.model import PROJECT, StackConfig
-
-
-def _decode(value: str) -> Any:
-    # The CLI hands every value over as a string; structured values (and bools, numbers) as JSON.
-    try:
-        return json.loads(value)
-    except ValueError:
-        return value
 
 
 def read_stack_config() -> StackConfig:
@@ -31,7 +20,7 @@ def read_stack_config() -> StackConfig:
     for key in sorted(keys):
         if key.startswith(f"{PROJECT}:") or key.startswith("tencentcloud:"):
             raw = pulumi.runtime.get_config(key)
-            values[key] = _decode(raw) if key.startswith(f"{PROJECT}:") else raw
+            values[key] = program_config_value(raw) if key.startswith(f"{PROJECT}:") else raw
     secret_keys = [key for key in values if pulumi.runtime.is_config_secret(key)]
     try:
         return from_config_values(values, stack=stack, source=stack_file_name(stack), secret_keys=secret_keys)

@@ -4,12 +4,13 @@ ResourceProvider gRPC protocol (GetSchema, Construct), against the standalone pr
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 import re
 import sys
 import tomllib
 import typing
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, cast
 from unittest import mock
@@ -415,13 +416,15 @@ def _loader_message(tmp_path: Path, inputs: dict[str, Any]) -> str:
 
 
 def _refused(
-    provider: ComponentProvider, inputs: dict[str, Any]
+    provider: ComponentProvider, inputs: dict[str, Any], *, dry_run: bool = False
 ) -> tuple[grpc.RpcError, list[tuple[str, str]]]:
     monitor = RecordingMonitor(program_mocks(), project="gpushare", stack="prod")
     with serve_monitor(monitor) as address, pytest.raises(grpc.RpcError) as caught:
-        provider.construct(type_=TOKEN, name=NAME, inputs=inputs, monitor=monitor, monitor_address=address)
-    # Nothing half-built: not one child was registered.
-    assert [r.type for r in monitor.program_run().resources] == [TOKEN]
+        provider.construct(
+            type_=TOKEN, name=NAME, inputs=inputs, monitor=monitor, monitor_address=address, dry_run=dry_run
+        )
+    # Nothing half-built: the inputs are validated before the component itself is registered.
+    assert [r.type for r in monitor.program_run().resources] == []
     error = caught.value
     details = dict(error.trailing_metadata())["grpc-status-details-bin"]
     status = status_pb2.Status.FromString(details)
@@ -493,23 +496,174 @@ def test_a_cluster_id_from_another_resource_makes_the_component_depend_on_it(
     inputs["cluster"]["id"] = _output_value("cls-prod0001", dependencies=(CLUSTER_URN,))
     _, hosted = construct(provider, inputs, parent_program=prod_standalone)
     assert _component(hosted).dependencies == [CLUSTER_URN]
-    pools = [r for r in hosted.resources if r.type == "tencentcloud:Kubernetes/nodePool:NodePool"]
+    pools = [r for r in hosted.resources if r.type == NODE_POOL]
     assert [p.inputs["clusterId"] for p in pools] == ["cls-prod0001", "cls-prod0001"]
+    # The id reaches the node pools as the output it is: each pool depends on the cluster through clusterId.
+    assert [(p.dependencies, p.property_dependencies["clusterId"]) for p in pools] == [
+        ([CLUSTER_URN], [CLUSTER_URN])
+    ] * 2
     # Otherwise the same registrations as with a plain id.
     expected = descendants(prod_standalone, _component(hosted).urn)
-    assert {r.urn: r for r in hosted.resources if r.type != TOKEN} == expected
+    without_cluster_dependency = {
+        r.urn: dataclasses.replace(
+            r, dependencies=[], property_dependencies={**r.property_dependencies, "clusterId": []}
+        )
+        if r.type == NODE_POOL
+        else r
+        for r in hosted.resources
+        if r.type != TOKEN
+    }
+    assert without_cluster_dependency == expected
 
 
-def test_a_preview_with_an_unknown_cluster_id_registers_the_component_only(
-    provider: ComponentProvider,
-) -> None:
-    # Children are built from validated values: with an input unknown until the cluster exists, a preview
-    # shows the component alone, and `up` builds the children once the id is known (docs/component-package.md).
+NODE_POOL = "tencentcloud:Kubernetes/nodePool:NodePool"
+SUBNET_URN = "urn:pulumi:prod::gpushare::tencentcloud:Vpc/subnet:Subnet::gpu"
+
+
+def _placements_as_outputs(*, known: bool, secret: bool = False) -> dict[str, Any]:
+    """prod's inputs with the cluster, its VPC and every subnet coming from other resources of the
+    consumer's program (the docs' example), unknown as in a first preview or known; `secret` wraps them."""
     inputs = copy.deepcopy(stack_inputs("prod"))
-    inputs["cluster"]["id"] = _output_value(dependencies=(CLUSTER_URN,), known=False)
-    state, hosted = construct(provider, inputs, dry_run=True)
-    assert [r.type for r in hosted.resources] == [TOKEN]
-    assert is_unknown(state["totalSlots"]) and is_unknown(state["nodePoolIds"])
+    cluster = inputs["cluster"]
+
+    def placed(value: Any, urn: str) -> Any:
+        output = _output_value(value, dependencies=(urn,), known=known)
+        return wire.secret(output) if secret and not known else output
+
+    if secret:
+        cluster["id"] = wire.secret(cluster["id"])
+        cluster["vpcId"] = wire.secret(cluster["vpcId"])
+        cluster["subnetIds"] = [wire.secret(subnet) for subnet in cluster["subnetIds"]]
+    else:
+        cluster["id"] = placed(cluster["id"], CLUSTER_URN)
+        cluster["vpcId"] = placed(cluster["vpcId"], CLUSTER_URN)
+        cluster["subnetIds"] = [placed(subnet, SUBNET_URN) for subnet in cluster["subnetIds"]]
+    return inputs
+
+
+def _without_placements(
+    resources: Iterable[RecordedResource],
+) -> dict[str, tuple[str, str | None, str | None, dict[str, Any]]]:
+    """urn -> (type, parent, provider, inputs) with the node pools' placement inputs left out."""
+    placement = {"clusterId", "vpcId", "subnetIds"}
+    return {
+        r.urn: (
+            r.type,
+            r.parent,
+            r.provider,
+            {k: v for k, v in r.inputs.items() if not (r.type == NODE_POOL and k in placement)},
+        )
+        for r in resources
+    }
+
+
+def _children_without_placements(
+    run: ProgramRun,
+) -> dict[str, tuple[str, str | None, str | None, dict[str, Any]]]:
+    return _without_placements(r for r in run.resources if r.type != TOKEN)
+
+
+def test_a_preview_with_unknown_placement_inputs_registers_every_child(
+    provider: ComponentProvider, prod_standalone: ProgramRun
+) -> None:
+    # A consumer creating its cluster and subnets in the same program previews with them unknown: every
+    # child must still be registered (else an existing stack plans to delete them all, and the policy pack
+    # sees nothing). The unknowns reach the node pools; everything else is what the standalone program gives.
+    state, hosted = construct(
+        provider, _placements_as_outputs(known=False), parent_program=prod_standalone, dry_run=True
+    )
+    expected = descendants(prod_standalone, _component(hosted).urn)
+    assert _children_without_placements(hosted) == _without_placements(expected.values())
+    pools = [r for r in hosted.resources if r.type == NODE_POOL]
+    assert len(pools) == 2
+    for pool in pools:
+        assert is_unknown(pool.inputs["clusterId"]) and is_unknown(pool.inputs["vpcId"])
+        assert [is_unknown(subnet) for subnet in pool.inputs["subnetIds"]] == [True]
+        assert pool.property_dependencies["clusterId"] == [CLUSTER_URN]
+        assert pool.property_dependencies["subnetIds"] == [SUBNET_URN]
+    # The plan is known at preview: it depends on no placement.
+    assert (state["totalSlots"], state["slotsBefore"]) == (11, 2)
+
+
+def test_secret_placement_inputs_stay_secret_in_the_node_pools(
+    provider: ComponentProvider, prod_standalone: ProgramRun
+) -> None:
+    _, hosted = construct(
+        provider, _placements_as_outputs(known=True, secret=True), parent_program=prod_standalone
+    )
+    pools = [r for r in hosted.resources if r.type == NODE_POOL]
+    assert [(p.inputs["clusterId"], p.inputs["vpcId"], p.inputs["subnetIds"]) for p in pools] == [
+        ("cls-prod0001", "vpc-prod0001", ["subnet-prod0001"])
+    ] * 2
+    assert [sorted(p.secret_input_paths) for p in pools] == [["clusterId", "subnetIds[0]", "vpcId"]] * 2
+    expected = descendants(prod_standalone, _component(hosted).urn)
+    assert _children_without_placements(hosted) == _without_placements(expected.values())
+
+
+UNKNOWN_REASON = "must be known at preview: it decides which resources gpushare registers"
+SECRET_REASON = (
+    "is or holds a secret: gpushare writes it, or what it derives, in plain resource inputs "
+    "(only cluster.id, cluster.vpcId and cluster.subnetIds may be secret)"
+)
+REFERENCE_REASON = "is a resource reference; pass one of its outputs (like its `id`)"
+
+
+def _set(inputs: dict[str, Any], path: tuple[Any, ...], value: Any) -> dict[str, Any]:
+    target = inputs
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    return inputs
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "expected"),
+    [
+        # An integer, unknown at preview and secret (the host crashed with gRPC UNKNOWN on both). The host
+        # marks the whole top-level input secret when a value in it is, so the error names `pools`.
+        (
+            ("pools", 0, "nodes", "desired"),
+            _output_value(known=False),
+            ("pools[0].nodes.desired", UNKNOWN_REASON),
+        ),
+        (
+            ("pools", 1, "sharing", "measuredMiB"),
+            wire.secret(4401),
+            ("pools", SECRET_REASON),
+        ),
+        (
+            ("sharing", "maxMeasurementAgeDays"),
+            _output_value(known=False),
+            ("sharing.maxMeasurementAgeDays", UNKNOWN_REASON),
+        ),
+        # Objects: the SDK would map an unknown object to {} (the defaults: a wrong preview) or call its
+        # fields missing.
+        (("sharing", "devicePlugin"), _output_value(known=False), ("sharing.devicePlugin", UNKNOWN_REASON)),
+        (("pools", 0, "nodes"), _output_value(known=False), ("pools[0].nodes", UNKNOWN_REASON)),
+        (("pools", 0, "sharing"), wire.secret({"mode": "exclusive"}), ("pools", SECRET_REASON)),
+        # The pool list decides how many pools there are.
+        (("pools",), _output_value(known=False), ("pools", UNKNOWN_REASON)),
+        # A resource reference where a string goes.
+        (
+            ("cluster", "id"),
+            {wire.SIG_KEY: wire.RESOURCE_SIG, "urn": CLUSTER_URN, "id": "cls-prod0001"},
+            ("cluster.id", REFERENCE_REASON),
+        ),
+        (
+            ("pools", 0, "gpu"),
+            {wire.SIG_KEY: wire.RESOURCE_SIG, "urn": CLUSTER_URN, "id": "cls-prod0001"},
+            ("pools[0].gpu", REFERENCE_REASON),
+        ),
+    ],
+)
+def test_an_input_that_decides_the_resources_must_be_known_and_plain(
+    provider: ComponentProvider, path: tuple[Any, ...], value: Any, expected: tuple[str, str]
+) -> None:
+    inputs = _set(copy.deepcopy(stack_inputs("prod")), path, value)
+    error, errors = _refused(provider, inputs, dry_run=True)
+    assert errors == [expected]
+    assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert error.details() == f"GpuSharingCluster {NAME}: {expected[0]}: {expected[1]}"
 
 
 @pytest.fixture

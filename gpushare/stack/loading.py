@@ -179,6 +179,11 @@ def load_stack_file(path: Path, stack: str | None = None, *, today: date | None 
             value = "<secret>"
         elif not full.startswith(f"{PROJECT}:") and not isinstance(value, dict | list):
             value = _cli_string(value)  # the CLI hands other namespaces' scalars to providers as strings
+        elif isinstance(value, str):
+            # The CLI hands the program every top-level value as a string and the program decodes it
+            # (`program_config_value`): a quoted `"true"` is the program's true. The CLI itself writes that
+            # form: saving config (`pulumi stack init`, `config set`) re-quotes `protectPools: true`.
+            value = program_config_value(value)
         values[full] = value
     config = from_config_values(values, stack=stack, source=source, secret_keys=secret_keys, today=today)
     _check_kubernetes_schema(config)
@@ -191,6 +196,15 @@ is_stack_name = kube_syntax.anchored(r"[A-Za-z0-9_.-]+")
 CONFIG_ENV_LIMIT_BYTES = 128 * 1024
 # plan and render warn from here on: `check` (and `pulumi preview --policy-pack`) stop at the limit.
 CONFIG_ENV_WARN_BYTES = 96 * 1024
+
+
+def program_config_value(cli_string: str) -> Any:
+    """A project config value as the program reads it from the string the CLI hands over: JSON where it
+    parses (objects, lists, booleans, numbers), else the string itself."""
+    try:
+        return json.loads(cli_string)
+    except ValueError:
+        return cli_string
 
 
 def _cli_string(value: Any) -> str:
