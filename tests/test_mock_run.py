@@ -330,6 +330,35 @@ def test_only_the_programs_own_modules_are_dropped(tmp_path: Path, monkeypatch: 
         sys.modules.pop("vendored_lib", None)
 
 
+def test_a_linked_package_leaves_one_generation_of_its_modules(tmp_path: Path) -> None:
+    """A project copy that links a package the caller has imported (`gpushare -> the repo's`) imports it
+    afresh through the link; everything imported that way, including submodules the caller had not
+    imported yet, goes after the run. Before, those stayed, built on the fresh copy's classes, and later
+    isinstance checks against the caller's classes failed (prod planned as exclusive in the same test
+    session: found under pytest-xdist)."""
+    library = tmp_path / "lib"
+    (library / "linkedpkg").mkdir(parents=True)
+    (library / "linkedpkg" / "__init__.py").write_text("")
+    (library / "linkedpkg" / "kinds.py").write_text("class Kind:\n    pass\n")
+    (library / "linkedpkg" / "later.py").write_text("from linkedpkg.kinds import Kind\nKIND = Kind\n")
+    sys.path.insert(0, str(library))
+    try:
+        import linkedpkg.kinds
+
+        program = write_program(tmp_path / "project", "import linkedpkg.later\n")
+        (program / "linkedpkg").symlink_to(library / "linkedpkg")
+        run_program(program, stack="dev", config={})
+        assert sys.modules["linkedpkg.kinds"] is linkedpkg.kinds  # the caller's, put back
+        assert "linkedpkg.later" not in sys.modules  # imported through the link: dropped with its classes
+        import linkedpkg.later
+
+        assert linkedpkg.later.KIND is linkedpkg.kinds.Kind
+    finally:
+        sys.path.remove(str(library))
+        for name in [n for n in sys.modules if n == "linkedpkg" or n.startswith("linkedpkg.")]:
+            del sys.modules[name]
+
+
 def test_runs_from_inside_an_event_loop_and_a_copied_context() -> None:
     async def caller() -> ProgramRun:
         return run_sample()

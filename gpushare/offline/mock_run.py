@@ -354,7 +354,12 @@ def _is_program_module(name: str, module: types.ModuleType, program_dir: Path) -
     for location in locations:
         if not isinstance(location, str):
             continue
-        relative = os.path.relpath(os.path.realpath(location), root)
-        if relative.split(os.sep, 1)[0] in (top, f"{top}.py"):
-            return True
+        # The path it was imported by, and the file it is: a package the directory links to (a project
+        # copy with `gpushare -> the repo's gpushare`) is imported through the directory, under the link's
+        # path, and must be dropped after the run like the rest, or the caller is left with two
+        # generations of the same modules (classes that fail each other's isinstance checks).
+        for path in (os.path.abspath(location), os.path.realpath(location)):
+            relative = os.path.relpath(path, root)
+            if relative.split(os.sep, 1)[0] in (top, f"{top}.py"):
+                return True
     return False
