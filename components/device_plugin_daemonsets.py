@@ -3,7 +3,7 @@ mirrored 0.14.5 image is not known to carry the config-manager that picks a conf
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import pulumi
@@ -22,8 +22,8 @@ class DevicePluginDaemonSetsArgs:
     namespace: str = kube_names.CONFIG_MAP_NAMESPACE
     # False under managedPlugin optOut: the pools say `nvidia-device-enable=disable`, so select without it.
     select_tke_switch: bool = True
-    # The stack and cluster they belong to (kube_names.identity_annotations), read by verify and measure.
-    identity: dict[str, str] | None = None
+    # The stack and cluster they belong to (kube_names.ANNOTATION_STACK, ANNOTATION_CLUSTER), read by verify and measure.
+    identity: Mapping[str, pulumi.Input[str]] | None = None
 
 
 def plugin_container(entry: PluginConfigEntry, image: str) -> k8s.core.v1.ContainerArgs:

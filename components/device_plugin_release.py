@@ -23,9 +23,9 @@ class DevicePluginReleaseArgs:
     entries: Sequence[PluginConfigEntry]
     # Every pool's taints: the plugin must tolerate them to run there (the chart's defaults do not).
     pool_taints: Sequence[Mapping[str, str]] = ()
-    # The stack and cluster it belongs to (kube_names.identity_annotations): the chart has no annotations
+    # The stack and cluster it belongs to (kube_names.ANNOTATION_STACK, ANNOTATION_CLUSTER): the chart has no annotations
     # of its own objects to give, so they go on its pods' template, where verify and measure read them.
-    identity: Mapping[str, str] | None = None
+    identity: Mapping[str, pulumi.Input[str]] | None = None
 
 
 def release_values(args: DevicePluginReleaseArgs) -> dict[str, Any]:

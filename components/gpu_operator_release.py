@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import cast
 
@@ -19,8 +19,8 @@ from gpushare.plugin_configs import PluginConfigEntry
 class GpuOperatorReleaseArgs:
     plan: SharingPlan
     entries: Sequence[PluginConfigEntry]
-    # The stack and cluster it belongs to (kube_names.identity_annotations), on the ConfigMaps it publishes.
-    identity: dict[str, str] | None = None
+    # The stack and cluster it belongs to (kube_names.ANNOTATION_STACK, ANNOTATION_CLUSTER), on the ConfigMaps it publishes.
+    identity: Mapping[str, pulumi.Input[str]] | None = None
 
 
 class GpuOperatorRelease(pulumi.ComponentResource):
@@ -121,7 +121,7 @@ class GpuOperatorRelease(pulumi.ComponentResource):
         resource_name: str,
         config_map: OperatorConfigMap,
         namespace: str,
-        annotations: dict[str, str],
+        annotations: Mapping[str, pulumi.Input[str]],
         opts: pulumi.ResourceOptions,
     ) -> k8s.core.v1.ConfigMap:
         return k8s.core.v1.ConfigMap(

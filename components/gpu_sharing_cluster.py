@@ -84,7 +84,15 @@ class GpuSharingCluster(pulumi.ComponentResource):
         node_pool_ids: dict[str, pulumi.Output[str]] = {}
         config_map_name: pulumi.Input[str] | None = None
         helm_release_names: list[str] = []
-        identity = kube_names.identity_annotations(stack.stack, stack.cluster.id)
+        # The cluster the objects are tied to: a hosted consumer's cluster id may be another resource's output
+        # (unknown at preview), which every pool's placement carries; the stack's own id otherwise.
+        cluster_id: pulumi.Input[str] = (
+            next(iter(placements.values())).cluster_id if placements else stack.cluster.id
+        )
+        identity: dict[str, pulumi.Input[str]] = {
+            kube_names.ANNOTATION_STACK: stack.stack,
+            kube_names.ANNOTATION_CLUSTER: cluster_id,
+        }
 
         managed = plugin.managed_plugin
         opt_out = managed.action == "optOut"

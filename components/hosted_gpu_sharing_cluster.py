@@ -20,6 +20,11 @@ from enum import Enum, StrEnum
 from typing import Any, NotRequired, TypedDict, cast
 
 import pulumi
+
+# Private SDK names, where there is no public way (tests/test_public_sdk_names.py lists each): deciding before
+# any registration which inputs are unknown or secret needs a synchronous view of an Output's data, which the
+# Python SDK does not offer (pulumi/pulumi#12104); registering inside an apply instead loses every child at
+# preview (pulumi/pulumi#16140).
 from pulumi.output import Unknown, _OutputData
 from pulumi.runtime import rpc
 

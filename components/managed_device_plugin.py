@@ -14,6 +14,7 @@ API server removes what adopt set and the hand-back does not (the config volume,
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import pulumi
@@ -37,9 +38,9 @@ class ManagedDevicePluginArgs:
     # The adopted pool's config entry; None parks the DaemonSet (or hands it back, with hand_back).
     adopted: PluginConfigEntry | None = None
     config_map_name: pulumi.Input[str] = kube_names.CONFIG_MAP_NAME
-    # The stack and cluster the patch belongs to (kube_names.identity_annotations), read by verify and
+    # The stack and cluster the patch belongs to (kube_names.ANNOTATION_STACK, ANNOTATION_CLUSTER), read by verify and
     # measure: in helm mode TKE's patched DaemonSet is the one object that says which stack owns the cluster.
-    identity: dict[str, str] | None = None
+    identity: Mapping[str, pulumi.Input[str]] | None = None
 
 
 def _parked_spec() -> k8s.apps.v1.DaemonSetSpecPatchArgs:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import pulumi
@@ -17,8 +17,8 @@ class TimeSlicingConfigArgs:
     entries: Sequence[PluginConfigEntry]
     name: str = kube_names.CONFIG_MAP_NAME
     namespace: str = kube_names.CONFIG_MAP_NAMESPACE
-    # The stack and cluster it belongs to (kube_names.identity_annotations), read by verify and measure.
-    identity: dict[str, str] | None = None
+    # The stack and cluster it belongs to (kube_names.ANNOTATION_STACK, ANNOTATION_CLUSTER), read by verify and measure.
+    identity: Mapping[str, pulumi.Input[str]] | None = None
 
 
 class TimeSlicingConfig(pulumi.ComponentResource):

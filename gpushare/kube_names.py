@@ -73,11 +73,6 @@ NODE_LABELS_SET_BY_GPUSHARE = frozenset(
 )
 
 
-def identity_annotations(stack: str, cluster_id: str) -> dict[str, str]:
-    """The annotations that tie one of gpushare's objects to its stack and cluster."""
-    return {ANNOTATION_STACK: stack, ANNOTATION_CLUSTER: cluster_id}
-
-
 def tuning_annotation(key: str) -> str:
     return ANNOTATION_TUNING_PREFIX + key
 

@@ -502,18 +502,33 @@ def test_a_cluster_id_from_another_resource_makes_the_component_depend_on_it(
     assert [(p.dependencies, p.property_dependencies["clusterId"]) for p in pools] == [
         ([CLUSTER_URN], [CLUSTER_URN])
     ] * 2
+    # The objects annotated with the cluster they belong to (gpushare.io/cluster, read by verify and measure)
+    # depend on it through their metadata.
+    annotated = sorted(
+        r.name
+        for r in hosted.resources
+        if r.type != NODE_POOL and CLUSTER_URN in r.property_dependencies.get("metadata", [])
+    )
+    assert annotated == [
+        "gpushare-config-configmap",
+        "gpushare-managed-plugin-patch",
+        "gpushare-plugins-l20",
+    ]
     # Otherwise the same registrations as with a plain id.
     expected = descendants(prod_standalone, _component(hosted).urn)
-    without_cluster_dependency = {
-        r.urn: dataclasses.replace(
-            r, dependencies=[], property_dependencies={**r.property_dependencies, "clusterId": []}
-        )
-        if r.type == NODE_POOL
-        else r
-        for r in hosted.resources
-        if r.type != TOKEN
+    assert {r.urn: _without_dependency_on(r, CLUSTER_URN) for r in hosted.resources if r.type != TOKEN} == {
+        urn: _without_dependency_on(r, CLUSTER_URN) for urn, r in expected.items()
     }
-    assert without_cluster_dependency == expected
+
+
+def _without_dependency_on(resource: RecordedResource, urn: str) -> RecordedResource:
+    """The record with `urn` left out of its dependencies (and property lists left empty by that dropped)."""
+    properties = {key: [d for d in deps if d != urn] for key, deps in resource.property_dependencies.items()}
+    return dataclasses.replace(
+        resource,
+        dependencies=[d for d in resource.dependencies if d != urn],
+        property_dependencies={key: deps for key, deps in properties.items() if deps},
+    )
 
 
 NODE_POOL = "tencentcloud:Kubernetes/nodePool:NodePool"
@@ -541,20 +556,36 @@ def _placements_as_outputs(*, known: bool, secret: bool = False) -> dict[str, An
     return inputs
 
 
+def _annotations(resource: RecordedResource) -> dict[str, Any]:
+    metadata = resource.inputs.get("metadata")
+    return dict(metadata.get("annotations") or {}) if isinstance(metadata, dict) else {}
+
+
 def _without_placements(
     resources: Iterable[RecordedResource],
 ) -> dict[str, tuple[str, str | None, str | None, dict[str, Any]]]:
-    """urn -> (type, parent, provider, inputs) with the node pools' placement inputs left out."""
+    """urn -> (type, parent, provider, inputs) with the node pools' placement inputs, and the cluster id the
+    other objects are annotated with, left out."""
     placement = {"clusterId", "vpcId", "subnetIds"}
     return {
         r.urn: (
             r.type,
             r.parent,
             r.provider,
-            {k: v for k, v in r.inputs.items() if not (r.type == NODE_POOL and k in placement)},
+            _without_cluster_annotation(
+                {k: v for k, v in r.inputs.items() if not (r.type == NODE_POOL and k in placement)}
+            ),
         )
         for r in resources
     }
+
+
+def _without_cluster_annotation(inputs: dict[str, Any]) -> dict[str, Any]:
+    metadata = inputs.get("metadata")
+    if not isinstance(metadata, dict) or "gpushare.io/cluster" not in (metadata.get("annotations") or {}):
+        return inputs
+    annotations = {k: v for k, v in metadata["annotations"].items() if k != "gpushare.io/cluster"}
+    return {**inputs, "metadata": {**metadata, "annotations": annotations}}
 
 
 def _children_without_placements(
@@ -573,6 +604,9 @@ def test_a_preview_with_unknown_placement_inputs_registers_every_child(
         provider, _placements_as_outputs(known=False), parent_program=prod_standalone, dry_run=True
     )
     expected = descendants(prod_standalone, _component(hosted).urn)
+    # The objects tied to their cluster (gpushare.io/cluster) carry its id as the unknown it is.
+    annotated = [r for r in hosted.resources if "gpushare.io/cluster" in _annotations(r)]
+    assert len(annotated) == 3 and all(is_unknown(_annotations(r)["gpushare.io/cluster"]) for r in annotated)
     assert _children_without_placements(hosted) == _without_placements(expected.values())
     pools = [r for r in hosted.resources if r.type == NODE_POOL]
     assert len(pools) == 2

@@ -43,13 +43,36 @@ def _private_pulumi_names(path: Path) -> list[str]:
                 public = set(getattr(importlib.import_module(owner), "__all__", ()))
                 if node.attr not in public:
                     found.append(f"{owner}.{node.attr}")
+            elif owner in {"rpc", "pulumi.Output"} and node.attr.startswith("_"):
+                found.append(f"{owner}.{node.attr}")
+            elif node.attr in _SDK_PRIVATE_ATTRIBUTES:
+                found.append(f"<Output>.{node.attr}")
     return found
 
 
+# An Output's data future: private on every Output, whatever the variable is called.
+_SDK_PRIVATE_ATTRIBUTES = {"_data", "_future", "_is_known", "_is_secret", "_resources"}
+
+# Where there is no public way, each private name with its reason. The hosted component must tell, before
+# registering anything, which inputs are unknown or secret (the engine sends outputs to Construct, and
+# registering children inside an apply loses them at preview: pulumi/pulumi#16140); the Python SDK has no
+# public synchronous view of an Output's data (pulumi/pulumi#12104 leaves exposing OutputData for later)
+# nor of the wire's secret signature, and builds resolved Outputs only through the private `_from_data`.
+ALLOWED_PRIVATE_NAMES = {
+    "hosted_gpu_sharing_cluster.py": {
+        "pulumi.output.Unknown",
+        "pulumi.output._OutputData",
+        "rpc._special_sig_key",
+        "rpc._special_secret_sig",
+        "pulumi.Output._from_data",
+        "<Output>._data",
+    }
+}
+
+
 def test_the_program_and_its_components_use_only_public_sdk_names() -> None:
-    assert {
-        path.name: _private_pulumi_names(path) for path in PROGRAM_FILES if _private_pulumi_names(path)
-    } == {}
+    found = {path.name: set(_private_pulumi_names(path)) for path in PROGRAM_FILES}
+    assert {name: names for name, names in found.items() if names} == ALLOWED_PRIVATE_NAMES
 
 
 def test_the_check_sees_a_private_name(tmp_path: Path) -> None:

@@ -1,7 +1,7 @@
 """Which stack and cluster the cluster `verify` or `measure` talks to belongs to, read before any judgement.
 
 gpushare annotates its own objects with the stack and the TKE cluster id they were applied from
-(`kube_names.identity_annotations`: the plugin ConfigMap in daemonsets and gpu-operator modes, its plugin
+(`kube_names.ANNOTATION_STACK`, `ANNOTATION_CLUSTER`: the plugin ConfigMap in daemonsets and gpu-operator modes, its plugin
 DaemonSets, the patch on TKE's device-plugin DaemonSet). `verify --stack staging` against the prod
 cluster would otherwise report prod's objects as staging's drift and tell the operator to `pulumi up` the
 wrong cluster. An object that names another stack or cluster refuses the run (exit 2); none that carries
