@@ -107,3 +107,20 @@ def test_the_policy_rules_import_nothing_from_the_extras() -> None:
         check=False,
     )
     assert (done.returncode, done.stderr) == (0, "")
+
+
+def test_the_packs_pins_are_the_distributions() -> None:
+    """requirements-dev.txt does not include policies/requirements.txt (its `gpushare==0.1.0` would be
+    looked up on PyPI, where another project owns the name): the pack's other pins must then be the same
+    versions the distribution pins, so the tests run the pack on what its own venv gets."""
+    pack = [
+        line.strip()
+        for line in (PROJECT_DIR / "policies" / "requirements.txt").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    pinned = {distribution_name(r): r for r in (_requirement(r) for r in metadata.requires("gpushare") or [])}
+    others = [r for r in pack if distribution_name(r) != "gpushare"]
+    assert {distribution_name(r) for r in others} == {"pulumi", "pulumi-policy", "pydantic", "pyyaml"}
+    assert [r for r in others if pinned.get(distribution_name(r), "").lower() != r.lower()] == []
+    dev = (PROJECT_DIR / "requirements-dev.txt").read_text()
+    assert "-r policies/requirements.txt" not in [line.strip() for line in dev.splitlines()]
