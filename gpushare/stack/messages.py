@@ -109,7 +109,7 @@ def _key_path(loc: Sequence[int | str]) -> str:
     return text
 
 
-_MODES = {"time-slicing", "mps", "mig", "exclusive"}
+_MODES = {"time-slicing", "mps", "mig", "exclusive", "qgpu"}
 
 
 def validation_message(detail: Mapping[str, Any]) -> str:
@@ -135,7 +135,7 @@ def validation_message(detail: Mapping[str, Any]) -> str:
         "tuple_type": "must be a list",
         "literal_error": "must be one of {expected}",
         "union_tag_invalid": "must be one of {expected_tags}",
-        "union_tag_not_found": "needs `mode` (time-slicing, mig or exclusive)",
+        "union_tag_not_found": "needs `mode` (time-slicing, mps, mig, exclusive or qgpu)",
     }
     if kind in simple:
         plain = {k: int(v) if isinstance(v, float) and v.is_integer() else v for k, v in ctx.items()}
