@@ -66,6 +66,14 @@ SCHEDULER_DEPLOYMENT: Final = "qgpu-scheduler"
 EXPORTER_DAEMONSET: Final = "elastic-gpu-exporter"
 EXPORTER_PORT: Final = 5678
 
+# What `measure` says of a qGPU pool: the reference names the exporter and its port but no series, so no
+# reading of it would be more than a guess.
+NOT_MEASURED: Final = (
+    f"qGPU pool: TKE's {EXPORTER_DAEMONSET} (port {EXPORTER_PORT}) serves its memory, but the names of its "
+    "series are not published, so gpushare does not read it: run `nvidia-smi --query-compute-apps` on the "
+    "node (it does not work inside a qGPU pod) and set sharing.measuredMiB"
+)
+
 # The TKE pool kind qGPU needs: native nodes only (VERIFIED, 457/65734).
 NATIVE_POOL_TYPE: Final = "Native"
 
