@@ -94,8 +94,9 @@ def _subpath_parts(subpath: str) -> list[int | str]:
 
 def _key_path(loc: Sequence[int | str]) -> str:
     parts = list(loc)
-    # Discriminated unions put the tag in the path (`sharing.time-slicing.measuredMiB`): drop it.
-    parts = [p for i, p in enumerate(parts) if not (i > 0 and parts[i - 1] == "sharing" and p in _MODES)]
+    # Discriminated unions put the tag in the path (`pools[0].sharing.time-slicing.measuredMiB`): drop it.
+    # Only below a pool: the top-level `sharing` is no union, and its key `qgpu` is the add-on's settings.
+    parts = [p for i, p in enumerate(parts) if not (i > 1 and parts[i - 1] == "sharing" and p in _MODES)]
     if not parts:
         return PROJECT
     if parts[0] == "region":
