@@ -428,10 +428,9 @@ def test_the_capacity_table_marks_what_is_not_verified_per_gpu_model(
     capacity = capacity_json(build_plan(from_config_values(values, stack="t", source=F)))
     (pool,) = capacity["pools"]  # type: ignore[misc]
     sizing = pool["qgpu"]
-    # T4: 5 GiB of 14 -> 2, core 50; L20: 6 of 44 -> 7, core 10; H20 (4 cards): 6 of 94 -> 15 a card, core 5.
-    expected = {"T4": (2, 5, 50, 14), "L20": (7, 6, 10, 44), "H20": (15, 6, 5, 94)}[gpu]
-    if gpu == "T4":  # 4621 MiB on a T4: 6 GiB slices, floor(14 / 6) = 2, core 50
-        expected = (2, 6, 50, 14)
+    # 4621 MiB at 0.9 -> 6 GiB slices. T4: floor(14 / 6) = 2, core 50; L20: floor(44 / 6) = 7, core 10;
+    # H20 (4 cards a node): floor(94 / 6) = 15 a card, core 5.
+    expected = {"T4": (2, 6, 50, 14), "L20": (7, 6, 10, 44), "H20": (15, 6, 5, 94)}[gpu]
     assert (
         sizing["slotsPerGpu"],
         sizing["memoryGiB"],
