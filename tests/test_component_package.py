@@ -35,9 +35,8 @@ from gpushare.offline.stack_files import load_stack_config
 from gpushare.offline.wire_codec import decode_struct
 from gpushare.stack import loading as stack_loading
 from gpushare.stack import model as stack_model
-from gpushare.stack import native_pool
+from gpushare.stack import native_pool, tke_limits
 from gpushare.stack import plugin_settings as stack_plugin_settings
-from gpushare.stack import tke_limits
 
 # Starts the component package's provider host as a process: make test-e2e, which CI runs after make test.
 pytestmark = pytest.mark.e2e
