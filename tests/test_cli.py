@@ -55,7 +55,7 @@ def test_plan_of_a_missing_stack_is_one_line_exit_2_listing_the_stacks(
     assert code == 2  # unreadable input, as a missing file is for every command
     assert capsys.readouterr().err == (
         f"Pulumi.nope.yaml: no such stack file ({project_dir}/Pulumi.nope.yaml) "
-        f"(stacks in {project_dir}: dev, prod, staging)\n"
+        f"(stacks in {project_dir}: dev, prod, qgpu, staging)\n"
     )
 
 
