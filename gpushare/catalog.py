@@ -469,6 +469,30 @@ def as_json(models: Sequence[GpuModel] | None = None) -> list[dict[str, object]]
                 }
                 for p in m.mig_profiles
             ],
+            "qgpu": _qgpu_json(m.key),
         }
         for m in (models if models is not None else list(GPUS.values()))
     ]
+
+
+def _qgpu_json(key: str) -> dict[str, object] | None:
+    """TKE qGPU on this model: None when Tencent's list lacks it; `allocatableGiB` None when no figure is known."""
+    if not qgpu_supported(key):
+        return None
+    card = qgpu_card(key)
+    return {
+        "allocatableGiB": card.allocatable_gib if card else None,
+        "confidence": card.confidence if card else None,
+        "source": card.source if card else None,
+    }
+
+
+def qgpu_summary() -> str:
+    """One line of what the catalog knows of qGPU, for `gpushare catalog`."""
+    figures = ", ".join(f"{c.gpu} {c.allocatable_gib} GiB ({c.confidence})" for c in QGPU_CARDS.values())
+    others = ", ".join(sorted(QGPU_LISTED_WITHOUT_FIGURE))
+    return (
+        f"TKE qGPU, allocatable qgpu-memory a card: {figures}; also on Tencent's list, no figure (pools state "
+        f"sharing.allocatableGiB): {others}. At most {QGPU_MAX_SLICES_PER_GPU} slices a card; drivers "
+        f"{', '.join(QGPU_DRIVER_SERIES)}."
+    )
