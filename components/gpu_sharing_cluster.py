@@ -15,11 +15,13 @@ from components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs, PoolPlacement
 from components.gpu_operator_release import GpuOperatorRelease, GpuOperatorReleaseArgs
 from components.managed_device_plugin import ManagedDevicePlugin, ManagedDevicePluginArgs
 from components.mig_partition import MigPartition, MigPartitionArgs
+from components.qgpu_addon import QgpuAddon, QgpuAddonArgs
+from components.qgpu_node_pool import QgpuNodePool, QgpuNodePoolArgs
 from components.time_slicing_config import TimeSlicingConfig, TimeSlicingConfigArgs
-from gpushare import gpu_operator, kube_names, mps
+from gpushare import gpu_operator, kube_names, mps, qgpu
 from gpushare.plan import FALLBACK_KEY, SharingPlan, build_plan, capacity_json
 from gpushare.plugin_configs import plugin_config_entries
-from gpushare.stack.model import Mig, Mps, StackConfig
+from gpushare.stack.model import Mig, Mps, Qgpu, StackConfig
 
 TYPE_TOKEN = "gpushare:index:GpuSharingCluster"
 
@@ -97,7 +99,41 @@ class GpuSharingCluster(pulumi.ComponentResource):
         managed = plugin.managed_plugin
         opt_out = managed.action == "optOut"
         node_pools: list[pulumi.Resource] = []
+        # TKE's qGPU add-on, once, before any qGPU pool (its manager selects the pools' label).
+        addon = (
+            QgpuAddon(f"{name}-qgpu", QgpuAddonArgs(cluster_id, stack.sharing.qgpu), child)
+            if any(isinstance(pool.sharing, Qgpu) for pool in stack.pools)
+            else None
+        )
         for pool in stack.pools:
+            if isinstance(pool.sharing, Qgpu):
+                assert addon is not None
+                qgpu_pool = QgpuNodePool(
+                    f"{name}-{pool.name}",
+                    QgpuNodePoolArgs(
+                        pool=pool,
+                        labels=qgpu.node_labels(
+                            pool.labels,
+                            pool.name,
+                            pool.gpu,
+                            pool.sharing.schedule_policy,
+                            gpu_operator=plugin.mode == "gpu-operator",
+                        ),
+                        placement=(placements or {}).get(pool.name)
+                        or PoolPlacement(
+                            cluster_id=stack.cluster.id,
+                            vpc_id=stack.cluster.vpc_id,
+                            subnet_ids=list(pool.subnet_ids or stack.cluster.subnet_ids),
+                        ),
+                        addon=addon.addon,
+                        protect=pool.protect if pool.protect is not None else stack.protect_pools,
+                        delete_before_replace=pool.delete_before_replace,
+                    ),
+                    child,
+                )
+                node_pool_ids[pool.name] = qgpu_pool.node_pool_id
+                node_pools.append(qgpu_pool)
+                continue
             extra: dict[str, str] = {}
             script = None
             mig_enable = None
@@ -187,7 +223,12 @@ class GpuSharingCluster(pulumi.ComponentResource):
                     DevicePluginReleaseArgs(
                         plugin,
                         entries,
-                        [taint for pool in plan.stack.pools for taint in pool.taints],
+                        [
+                            taint
+                            for pool in plan.stack.pools
+                            if not isinstance(pool.sharing, Qgpu)  # no NVIDIA plugin goes there
+                            for taint in pool.taints
+                        ],
                         identity,
                     ),
                     after_handover,

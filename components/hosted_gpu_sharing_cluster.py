@@ -82,6 +82,19 @@ class SharingMode(StrEnum):
     """No sharing: one pod per GPU."""
     MPS = "mps"
     """NVIDIA MPS (helm and gpu-operator modes)."""
+    QGPU = "qgpu"
+    """TKE's qGPU on a native node pool (kernel-enforced memory and compute slices)."""
+
+
+class QgpuSchedulePolicy(StrEnum):
+    """qGPU's isolation policy on a pool (`tke.cloud.tencent.com/qgpu-schedule-policy`)."""
+
+    FIXED_SHARE = "fixed-share"
+    """Each pod gets its core share, no more."""
+    BURST_SHARE = "burst-share"
+    """Each pod gets its core share and may use idle compute."""
+    BEST_EFFORT = "best-effort"
+    """Busy pods share the card about evenly (TKE's default)."""
 
 
 class TaintEffect(StrEnum):
@@ -201,6 +214,15 @@ class DevicePlugin(TypedDict):
     """The GPU Operator's settings (mode gpu-operator only)."""
 
 
+class QgpuAddon(TypedDict):
+    """TKE's qGPU add-on (`sharing.qgpu`), declared when a pool is `qgpu`."""
+
+    addonVersion: NotRequired[pulumi.Input[str]]
+    """The add-on version, pinned (default 1.1.3)."""
+    priority: NotRequired[pulumi.Input[str]]
+    """The qGPU scheduler's policy: `binpack` (default) or `spread` (values schema INFERRED)."""
+
+
 class Sharing(TypedDict):
     """How GPUs are shared (the stack file's `gpushare:sharing`)."""
 
@@ -212,6 +234,51 @@ class Sharing(TypedDict):
     """Which device plugin serves the pools."""
     fallback: NotRequired[pulumi.Input[Fallback]]
     """Opt-in sharing for nodes whose label names no pool; without it they share nothing."""
+    qgpu: NotRequired[pulumi.Input[QgpuAddon]]
+    """TKE's qGPU add-on settings (only with a `qgpu` pool)."""
+
+
+class SystemDisk(TypedDict):
+    """A native node's system disk."""
+
+    diskType: pulumi.Input[str]
+    """`CLOUD_PREMIUM`, `CLOUD_SSD`, `CLOUD_BSSD` or `CLOUD_HSSD`."""
+    diskSize: pulumi.Input[int]
+    """Its size in GB."""
+
+
+class DataDisk(TypedDict):
+    """A data disk TKE formats and mounts on a native node."""
+
+    diskType: pulumi.Input[str]
+    """The system disk's types, or `CLOUD_TSSD`, `LOCAL_NVME`."""
+    diskSize: pulumi.Input[int]
+    """Its size in GB."""
+    fileSystem: NotRequired[pulumi.Input[str]]
+    """`ext3`, `ext4` (default) or `xfs`."""
+    mountTarget: NotRequired[pulumi.Input[str]]
+    """Where it is mounted (default `/var/lib/containerd`)."""
+
+
+class NativePool(TypedDict):
+    """A TKE native node pool's own settings (`qgpu` pools only)."""
+
+    securityGroupIds: pulumi.Input[list[pulumi.Input[str]]]
+    """The nodes' security groups, `sg-...`."""
+    systemDisk: pulumi.Input[SystemDisk]
+    """The system disk."""
+    dataDisks: NotRequired[pulumi.Input[list[pulumi.Input[DataDisk]]]]
+    """Data disks."""
+    instanceChargeType: NotRequired[pulumi.Input[str]]
+    """`POSTPAID_BY_HOUR` (the default and only value)."""
+    scalingPolicy: NotRequired[pulumi.Input[str]]
+    """`ZoneEquality` or `ZonePriority`."""
+    machineType: NotRequired[pulumi.Input[str]]
+    """`Native` or `NativeCVM`."""
+    keyIds: NotRequired[pulumi.Input[list[pulumi.Input[str]]]]
+    """SSH key ids, `skey-...`."""
+    autoRepair: NotRequired[pulumi.Input[bool]]
+    """TKE's self-healing of the nodes."""
 
 
 class Nodes(TypedDict):
@@ -229,7 +296,11 @@ class PoolSharing(TypedDict):
     """How the pool's GPUs are shared: `mode` says which of the other keys apply."""
 
     mode: pulumi.Input[SharingMode]
-    """`time-slicing`, `mig`, `exclusive` or `mps`."""
+    """`time-slicing`, `mig`, `exclusive`, `mps` or `qgpu`."""
+    schedulePolicy: NotRequired[pulumi.Input[QgpuSchedulePolicy]]
+    """qgpu: the pool's isolation policy."""
+    allocatableGib: NotRequired[pulumi.Input[int]]
+    """qgpu: the card's allocatable qGPU memory in GiB, over the catalog's (stack file: `allocatableGiB`)."""
     measuredMib: NotRequired[pulumi.Input[int]]
     """time-slicing: the largest process's GPU memory in MiB (the stack file's `measuredMiB`)."""
     measuredAt: NotRequired[pulumi.Input[str]]
@@ -319,6 +390,8 @@ class Pool(TypedDict):
     """Node taints."""
     driver: NotRequired[pulumi.Input[GpuDriver]]
     """The GPU driver (and CUDA, cuDNN) TKE installs."""
+    native: NotRequired[pulumi.Input[NativePool]]
+    """`qgpu` pools: the native node pool's security groups, disks and scaling policy."""
 
 
 class GpuSharingClusterArgs(TypedDict):
@@ -345,6 +418,31 @@ class MigProfileCapacity(TypedDict):
     """Time-slicing replicas per instance (1: not time-sliced)."""
     slotsPerGpu: int
     """Slots per GPU from this profile."""
+
+
+class QgpuCapacity(TypedDict):
+    """A qGPU pool's slices in the capacity plan."""
+
+    gpu: str
+    """The catalog GPU model."""
+    measuredMib: int
+    """The measurement the slice is sized from, in MiB."""
+    ceiling: float
+    """The utilization ceiling (the headroom rule)."""
+    allocatableGib: int
+    """The card's allocatable qGPU memory, in GiB."""
+    allocatableConfidence: str
+    """`verified`, `third-party`, `inferred` or `stack file`."""
+    allocatableSource: str
+    """Where that figure comes from."""
+    memoryGib: int
+    """Each pod's qgpu-memory, in GiB."""
+    corePercent: int
+    """Each pod's qgpu-core, percent of a card."""
+    slotsPerGpu: int
+    """Slices per card."""
+    boundBy: str
+    """`memory` or `slices` (qGPU's 16 a card)."""
 
 
 class PoolCapacity(TypedDict):
@@ -380,6 +478,8 @@ class PoolCapacity(TypedDict):
     """Slots without sharing (one per GPU)."""
     mpsClientMemoryLimitMib: NotRequired[int]
     """MPS pools only: each client's memory limit, in MiB."""
+    qgpu: NotRequired[QgpuCapacity]
+    """qGPU pools only: the slice each pod requests."""
 
 
 class FallbackCapacity(TypedDict):
@@ -662,14 +762,14 @@ _PROBLEM = re.compile(r'^(?P<key>[a-z]+:(?:[^\s:"\[]|\[\d+\]|\["(?:[^"\\]|\\.)*"
 
 # Key names whose stack-file spelling the SDKs would mangle (`measuredMiB` -> Python `measured_mi_b`): the
 # schema spells them `...Mib` (Python `measured_mib`), and they are translated at the boundary.
-_STACK_FILE_SPELLING = {"measuredMib": "measuredMiB"}
-_SCHEMA_SPELLING = re.compile(r"MiB(?=[A-Z]|$)")
+_STACK_FILE_SPELLING = {"measuredMib": "measuredMiB", "allocatableGib": "allocatableGiB"}
+_SCHEMA_SPELLING = re.compile(r"(?<=[MG]i)B(?=[A-Z]|$)")
 
 
 def schema_names(value: Any) -> Any:
     """A plan or stack value's keys as the schema spells them (`memoryUsedMiB` -> `memoryUsedMib`)."""
     if isinstance(value, dict):
-        return {_SCHEMA_SPELLING.sub("Mib", key): schema_names(item) for key, item in value.items()}
+        return {_SCHEMA_SPELLING.sub("b", key): schema_names(item) for key, item in value.items()}
     if isinstance(value, list):
         return [schema_names(item) for item in value]
     return value
@@ -706,7 +806,7 @@ def validated_stack(name: str, args: dict[str, Any]) -> StackConfig:
             if problem is None:
                 errors.append({"property_path": "", "reason": line})
                 continue
-            path = _SCHEMA_SPELLING.sub("Mib", problem["key"].removeprefix(f"{PROJECT}:"))
+            path = _SCHEMA_SPELLING.sub("b", problem["key"].removeprefix(f"{PROJECT}:"))
             errors.append({"property_path": path, "reason": problem["reason"]})
         raise pulumi.InputPropertiesError(str(err), errors) from None
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Final, Literal
 
 from gpushare.errors import GpushareError
 from gpushare.suggest import unknown_name
@@ -355,6 +356,82 @@ INSTANCE_TYPES: Mapping[str, InstanceType] = {
 # unlisted type states `gpusPerNode` itself.
 
 
+# --------------------------------------------------------------------------------------------------------
+# TKE qGPU (shared/reference/tke-qgpu.md; docs/qgpu.md). Every figure carries its confidence: "verified"
+# (a Tencent source says so), "third-party" (a public demo or guide shows it), "inferred" (a stated rule,
+# no capture). `gpushare.qgpu` sizes pools from these; the plan prints the confidence beside the figure.
+
+# qgpu-core: percent of one card in steps of 5, minimum 5; a whole card is 100 (VERIFIED, 457/65734).
+QGPU_CORE_PER_GPU: Final = 100
+QGPU_CORE_STEP: Final = 5
+# qgpu-memory: whole GiB, minimum 1 (VERIFIED, 457/65734).
+QGPU_MEMORY_UNIT_MIB: Final = 1024
+# At most 16 qGPU devices per GPU (VERIFIED, 457/65734).
+QGPU_MAX_SLICES_PER_GPU: Final = 16
+# The NVIDIA driver series qGPU supports on native nodes (VERIFIED, 457/65734, 2026-01-16; minor versions
+# "as the console offers"). The pinned provider's NativeNodePool has no driver field: TKE picks it.
+QGPU_DRIVER_SERIES: Final = ("450", "470", "515", "525", "535", "550", "570")
+
+QgpuConfidence = Literal["verified", "third-party", "inferred"]
+
+
+@dataclass(frozen=True)
+class QgpuCard:
+    """What qGPU makes of one card: the allocatable `tke.cloud.tencent.com/qgpu-memory` (GiB, below the
+    nominal size) and how sure that figure is; the instance family Tencent's qGPU list names."""
+
+    gpu: str
+    family: str
+    allocatable_gib: int
+    confidence: QgpuConfidence
+    source: str
+
+    @property
+    def confirmed(self) -> bool:
+        return self.confidence == "verified"
+
+
+QGPU_CARDS: Mapping[str, QgpuCard] = {
+    card.gpu: card
+    for card in (
+        QgpuCard(
+            "T4",
+            "GN7",
+            14,
+            "verified",
+            "Tencent's qGPU GPU-CRD page: a T4 GPU object shows capacity qgpu-memory 14",
+        ),
+        QgpuCard(
+            "L20",
+            "PNV5b",
+            44,
+            "third-party",
+            "camushoilingma/qgpu-demo @ 22fa0d7: an L20 native node (PNV5b.8XLARGE96) showed 44",
+        ),
+        QgpuCard(
+            "H20",
+            "PNV6",
+            94,
+            "inferred",
+            "no capture: 96 GiB nominal less the ~2 GiB T4 and L20 lose (set sharing.allocatableGiB once "
+            "`kubectl get node` shows the real figure)",
+        ),
+    )
+}
+# Tencent's qGPU list (457/65734) also names V100 (GN10x), A100 (GT4), A10 (PNV4), L40 (PNV5i) and L40S
+# (PNV5); their allocatable memory was never seen, so a pool on them states sharing.allocatableGiB.
+QGPU_LISTED_WITHOUT_FIGURE: Final = frozenset({"V100", "A100-40GB", "A100-80GB", "A10", "L40S"})
+
+
+def qgpu_card(key: str) -> QgpuCard | None:
+    return QGPU_CARDS.get(key)
+
+
+def qgpu_supported(key: str) -> bool:
+    """On Tencent's qGPU list (457/65734)."""
+    return key in QGPU_CARDS or key in QGPU_LISTED_WITHOUT_FIGURE
+
+
 def gpu(key: str) -> GpuModel:
     try:
         return GPUS[key]
@@ -392,6 +469,30 @@ def as_json(models: Sequence[GpuModel] | None = None) -> list[dict[str, object]]
                 }
                 for p in m.mig_profiles
             ],
+            "qgpu": _qgpu_json(m.key),
         }
         for m in (models if models is not None else list(GPUS.values()))
     ]
+
+
+def _qgpu_json(key: str) -> dict[str, object] | None:
+    """TKE qGPU on this model: None when Tencent's list lacks it; `allocatableGiB` None when no figure is known."""
+    if not qgpu_supported(key):
+        return None
+    card = qgpu_card(key)
+    return {
+        "allocatableGiB": card.allocatable_gib if card else None,
+        "confidence": card.confidence if card else None,
+        "source": card.source if card else None,
+    }
+
+
+def qgpu_summary() -> str:
+    """One line of what the catalog knows of qGPU, for `gpushare catalog`."""
+    figures = ", ".join(f"{c.gpu} {c.allocatable_gib} GiB ({c.confidence})" for c in QGPU_CARDS.values())
+    others = ", ".join(sorted(QGPU_LISTED_WITHOUT_FIGURE))
+    return (
+        f"TKE qGPU, allocatable qgpu-memory a card: {figures}; also on Tencent's list, no figure (pools state "
+        f"sharing.allocatableGiB): {others}. At most {QGPU_MAX_SLICES_PER_GPU} slices a card; drivers "
+        f"{', '.join(QGPU_DRIVER_SERIES)}."
+    )

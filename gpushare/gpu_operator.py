@@ -88,7 +88,7 @@ def mig_parted_config_map(plan: SharingPlan) -> OperatorConfigMap | None:
 
 def operator_mig_strategy(plan: SharingPlan) -> str:
     """The strategy every pool's file agrees on, else "" (left out of the ClusterPolicy: no env override)."""
-    strategies = {pool_mig_strategy(p.pool) for p in plan.pools}
+    strategies = {pool_mig_strategy(p.pool) for p in plan.pools if p.nvidia_plugin}
     return strategies.pop() if len(strategies) == 1 else ""
 
 

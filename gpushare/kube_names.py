@@ -22,6 +22,10 @@ LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
 # The MPS control daemon's DaemonSet (chart and GPU Operator) runs only on nodes labelled so; gpushare
 # labels MPS pools' nodes itself (GFD, where it runs, writes the same value from the config).
 LABEL_MPS_CAPABLE = "nvidia.com/mps.capable"
+# TKE qGPU (gpushare/qgpu.py): the qgpu-manager DaemonSet's nodeSelector, and the pool's isolation policy.
+# gpushare sets both on qGPU pools only; no pool's own labels may (one would put qGPU on NVIDIA's cards).
+LABEL_QGPU_DEVICE_ENABLE = "qgpu-device-enable"
+LABEL_QGPU_SCHEDULE_POLICY = "tke.cloud.tencent.com/qgpu-schedule-policy"
 
 ANNOTATION_CONFIG_SHA256 = "gpushare.io/config-sha256"
 ANNOTATION_TUNING_PREFIX = "gpushare.io/tuning-"
@@ -69,6 +73,8 @@ NODE_LABELS_SET_BY_GPUSHARE = frozenset(
         LABEL_GPU_PRESENT,
         LABEL_MIG_CONFIG,
         LABEL_MPS_CAPABLE,
+        LABEL_QGPU_DEVICE_ENABLE,
+        LABEL_QGPU_SCHEDULE_POLICY,
     }
 )
 

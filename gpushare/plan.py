@@ -8,12 +8,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpushare import catalog, mps
+from gpushare import catalog, mps, qgpu
 from gpushare.catalog import GpuModel
-from gpushare.stack.model import Fallback, Mig, Mps, Pool, StackConfig, TimeSlicing, pool_mig_strategy
+from gpushare.qgpu import QgpuSizing
+from gpushare.stack.model import Fallback, Mig, Mps, Pool, Qgpu, StackConfig, TimeSlicing, pool_mig_strategy
 from gpushare.tuning import Tuning, tune
 
 FALLBACK_KEY = "any"
+# The confidences of a qGPU figure the plan marks (`catalog.QgpuCard`): not Tencent's, nor the stack's own.
+QGPU_UNCONFIRMED = ("third-party", "inferred")
 GPU_RESOURCE = "nvidia.com/gpu"
 
 
@@ -45,10 +48,17 @@ class PoolPlan:
     gpu: GpuModel
     mig_strategy: str
     shared: tuple[SharedResource, ...]
+    qgpu: QgpuSizing | None = None
+    """qGPU pools only: the slices of each card (`gpushare.qgpu.size`); no NVIDIA plugin serves them."""
 
     @property
     def name(self) -> str:
         return self.pool.name
+
+    @property
+    def nvidia_plugin(self) -> bool:
+        """An NVIDIA device plugin serves the pool (every mode but qGPU, whose cards TKE's module slices)."""
+        return self.qgpu is None
 
     @property
     def gpus(self) -> int:
@@ -85,6 +95,8 @@ class PoolPlan:
 
     @property
     def slots_per_gpu(self) -> int:
+        if self.qgpu is not None:
+            return self.qgpu.slots_per_gpu
         if isinstance(self.pool.sharing, Mig):
             return sum(profile.slots_per_gpu for profile in self.mig_profiles)
         return self.shared[0].tuning.slots if self.shared else 1
@@ -96,6 +108,8 @@ class PoolPlan:
         if isinstance(self.pool.sharing, Mig):
             per_instance = {profile.replicas for profile in self.mig_profiles}
             return per_instance.pop() if len(per_instance) == 1 else None
+        if self.qgpu is not None:
+            return self.qgpu.slots_per_gpu
         return self.shared[0].tuning.slots if self.shared else 1
 
     @property
@@ -125,6 +139,9 @@ class PoolPlan:
 
     @property
     def headroom_mib_per_slot(self) -> float | None:
+        if self.qgpu is not None:
+            # A slice's own memory less the process: qGPU enforces the slice, not a share of the card.
+            return self.qgpu.memory_gib * catalog.QGPU_MEMORY_UNIT_MIB - self.qgpu.measured_mib
         if not self.shared:
             measured = self.measured_mib
             return None if measured is None else self.gpu.memory_mib - measured
@@ -193,7 +210,12 @@ def plan_pool(pool: Pool, ceiling: float) -> PoolPlan:
             tuning = tune(gpu, sharing.time_slicing.measured_mib, ceiling, mig_profile=profile)
             if tuning.shared:
                 shared.append(SharedResource(gpu.mig_profile(profile).resource_name, tuning))
-    return PoolPlan(pool=pool, gpu=gpu, mig_strategy=pool_mig_strategy(pool), shared=tuple(shared))
+    sizing = None
+    if isinstance(sharing, Qgpu):
+        sizing = qgpu.size(gpu, sharing.measured_mib, ceiling, sharing.allocatable_gib)
+    return PoolPlan(
+        pool=pool, gpu=gpu, mig_strategy=pool_mig_strategy(pool), shared=tuple(shared), qgpu=sizing
+    )
 
 
 def plan_fallback(setting: Fallback | None, ceiling: float) -> FallbackPlan:
@@ -246,6 +268,8 @@ def capacity_json(plan: SharingPlan) -> dict[str, object]:
                     if p.client_memory_limit_mib is not None
                     else {}
                 ),
+                # Only on qGPU pools: the slice each pod requests, and how sure the card's figure is.
+                **({"qgpu": p.qgpu.as_json()} if p.qgpu is not None else {}),
             }
             for p in plan.pools
         ],
@@ -288,6 +312,8 @@ def capacity_table(capacity: dict[str, object]) -> str:
         if p.get("mpsClientMemoryLimitMiB") is not None:
             # MPS: the per-client pinned-memory limit the control daemon enforces.
             replicas += f" (MPS, {p['mpsClientMemoryLimitMiB']} MiB/client)"
+        if p.get("qgpu") is not None:
+            replicas += f" ({qgpu_cell(p['qgpu'])})"
         if p["migProfiles"]:
             # Per profile, so the row adds up: 6 x 1g.12gb at 2 + 1 x 1g.24gb at 4 = 16 slots a GPU.
             per_gpu = sum(m["slotsPerGpu"] for m in p["migProfiles"])
@@ -319,8 +345,34 @@ def capacity_table(capacity: dict[str, object]) -> str:
     widths = [max(len(str(r[i])) for r in rows) for i in range(len(header))]
     lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
+    inferred = [p for p in pools if p.get("qgpu") and p["qgpu"]["allocatableConfidence"] in QGPU_UNCONFIRMED]
+    lines.extend(qgpu_notes(inferred))
     lines.append(
         f"\n{capacity['totalSlots']} schedulable GPU slots against {capacity['slotsBefore']} before sharing.\n"
         f"Fallback key `{FALLBACK_KEY}` (GPU nodes whose label names no key): {fallback['summary']}."
     )
     return "\n".join(lines)
+
+
+def qgpu_cell(sizing: dict[str, object]) -> str:
+    """A qGPU pool's replicas cell: the slice each pod requests, the card's allocatable figure and, when it
+    is not Tencent-verified, a mark saying so."""
+    confidence = sizing["allocatableConfidence"]
+    mark = f" {str(confidence).upper()}" if confidence in QGPU_UNCONFIRMED else ""
+    return (
+        f"qGPU {sizing['memoryGiB']} GiB + core {sizing['corePercent']} per pod, of "
+        f"{sizing['allocatableGiB']} GiB{mark}"
+    )
+
+
+def qgpu_notes(pools: list[dict[str, object]]) -> list[str]:
+    """One line per qGPU pool whose allocatable figure is not verified: where it comes from."""
+    notes = []
+    for p in pools:
+        sizing = p["qgpu"]
+        assert isinstance(sizing, dict)
+        notes.append(
+            f"note: pool {p['name']}: {sizing['allocatableGiB']} GiB of allocatable qGPU memory per {p['gpu']} is "
+            f"{sizing['allocatableConfidence']} ({sizing['allocatableSource']}); `verify` shows the nodes' figure"
+        )
+    return notes

@@ -108,5 +108,5 @@ def _fallback_entry(plan: SharingPlan) -> PluginConfigEntry:
 
 
 def plugin_config_entries(plan: SharingPlan) -> tuple[PluginConfigEntry, ...]:
-    """One entry per pool, in stack order, then `any`."""
-    return (*(_pool_entry(p) for p in plan.pools), _fallback_entry(plan))
+    """One entry per pool an NVIDIA plugin serves (not qGPU pools), in stack order, then `any`."""
+    return (*(_pool_entry(p) for p in plan.pools if p.nvidia_plugin), _fallback_entry(plan))

@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Final
 
-from gpushare import kube_names, mps
+from gpushare import kube_names, mps, qgpu
 from gpushare.errors import GpushareError
 from gpushare.plan import GPU_RESOURCE, PoolPlan, SharingPlan
-from gpushare.stack.model import Mig, Mps, StackConfig
+from gpushare.stack.model import Mig, Mps, Qgpu, StackConfig
 
 # The workload policies of the pack, each of which takes the plan as its policy config (`PLAN_PROPERTY`).
 # Named here, in the domain, so that `plan --policy-config` writes an entry for each without importing the
@@ -179,12 +179,31 @@ def _mig_instances(plan: PoolPlan, ceiling: float) -> tuple[ResourceOffer, ...]:
     return tuple(offers)
 
 
+@offers_for(qgpu.MODE)
+def _qgpu_slices(plan: PoolPlan, ceiling: float) -> tuple[ResourceOffer, ...]:
+    """A qGPU slice is requested as qgpu-memory (whole GiB) and qgpu-core, never as nvidia.com/gpu: the
+    offer is the slice's memory, whose budget is the slice itself (qGPU enforces it)."""
+    sizing = plan.qgpu
+    assert sizing is not None
+    budget = sizing.memory_gib * 1024
+    rule = f"{sizing.memory_gib} GiB qGPU slice (ceil({sizing.measured_mib} MiB / {ceiling:g}) in whole GiB)"
+    return (ResourceOffer(qgpu.RESOURCE_MEMORY, sizing.slots_per_gpu, budget, rule),)
+
+
 def pool_node_labels(stack: StackConfig, plan: PoolPlan) -> dict[str, str]:
     """Every label the pool's node pool puts on its nodes (components/gpu_sharing_cluster.py composes the
     same set): the pool's own, TKE's switch, the plugin's config key, the GPU model, the pool, and the MIG
     config, `nvidia.com/gpu.present` or `nvidia.com/mps.capable` where the mode sets them."""
     pool = plan.pool
     plugin = stack.plugin
+    if isinstance(pool.sharing, Qgpu):
+        return qgpu.node_labels(
+            pool.labels,
+            pool.name,
+            pool.gpu,
+            pool.sharing.schedule_policy,
+            gpu_operator=plugin.mode == "gpu-operator",
+        )
     labels = {
         **pool.labels,
         kube_names.LABEL_DEVICE_ENABLE: plugin.managed_plugin.device_enable_value,
@@ -218,7 +237,7 @@ def pool_offer(stack: StackConfig, plan: PoolPlan) -> PoolOffer:
         mig_strategy=plan.mig_strategy,
         # gpushare writes failRequestsGreaterThanOne: true for every shared resource (the mandatory
         # fail-requests-greater-than-one policy holds its own configs to it).
-        fail_requests_greater_than_one=shared,
+        fail_requests_greater_than_one=shared and plan.nvidia_plugin,
         node_labels=pool_node_labels(stack, plan),
         taints=tuple(Taint(t["key"], t.get("value", ""), t["effect"]) for t in pool.taints),
         gpus_per_node=pool.gpus_per_node_effective,

@@ -9,6 +9,9 @@ DAEMON_SET: Final = "kubernetes:apps/v1:DaemonSet"
 DAEMON_SET_PATCH: Final = "kubernetes:apps/v1:DaemonSetPatch"
 HELM_RELEASE: Final = "kubernetes:helm.sh/v3:Release"
 NODE_POOL: Final = "tencentcloud:Kubernetes/nodePool:NodePool"
+# qGPU pools (TKE runs qGPU on native nodes only) and TKE's add-ons (the qGPU add-on among them).
+NATIVE_NODE_POOL: Final = "tencentcloud:Kubernetes/nativeNodePool:NativeNodePool"
+ADDON: Final = "tencentcloud:Kubernetes/addon:Addon"
 
 KUBERNETES_PROVIDER: Final = "pulumi:providers:kubernetes"
 TENCENTCLOUD_PROVIDER: Final = "pulumi:providers:tencentcloud"

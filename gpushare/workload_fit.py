@@ -228,6 +228,17 @@ def _gpu_quantities(resources: object) -> dict[str, int]:
     return found
 
 
+def pod_spec_of(kind: str, obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The pod spec an object of a workload kind runs (a Pod's own), or None for another kind."""
+    if kind == "Pod":
+        spec = obj.get("spec")
+    elif kind in _TEMPLATE_PATHS:
+        spec = _dig(obj, *_TEMPLATE_PATHS[kind], "spec")
+    else:
+        return None
+    return spec if isinstance(spec, Mapping) else None
+
+
 def workload_of(kind: str, obj: Mapping[str, Any]) -> Workload | None:
     """The workload an object of `kind` describes; None for another kind or a pod spec that is not known."""
     if kind == "Pod":

@@ -209,6 +209,7 @@ def test_as_json_keys_are_camel_case() -> None:
             "memorySource",
             "migCapable",
             "migProfiles",
+            "qgpu",
         }
         profiles = entry["migProfiles"]
         assert isinstance(profiles, list)
@@ -233,6 +234,26 @@ def test_as_json_of_a_subset() -> None:
     (entry,) = as_json([gpu("L20")])
     assert entry["memoryMiB"] == 46068
     assert entry["migProfiles"] == []
+
+
+def test_qgpu_in_the_json_says_how_sure_each_figure_is() -> None:
+    by_model = {entry["model"]: entry["qgpu"] for entry in as_json()}
+    assert {m: (q or {}).get("allocatableGiB") for m, q in by_model.items() if q is not None} == {
+        "L20": 44,
+        "T4": 14,
+        "H20": 94,
+        "A10": None,
+        "A100-40GB": None,
+        "A100-80GB": None,
+        "L40S": None,
+        "V100": None,
+    }
+    assert (by_model["T4"]["confidence"], by_model["L20"]["confidence"], by_model["H20"]["confidence"]) == (  # type: ignore[index]
+        "verified",
+        "third-party",
+        "inferred",
+    )
+    assert by_model["L4"] is None  # not on Tencent's qGPU list
 
 
 def test_instance_types() -> None:

@@ -43,7 +43,15 @@ OPERATOR = ("gpu-operator", "v26.7.0")
 # The stack on NVIDIA's device-plugin chart (staging today; `dev` once the gpu-operator mode lands).
 HELM_STACK = next((stack for stack in STACKS if device_plugin_mode(stack) == "helm"), None)
 # The stack on the GPU Operator (staging, once the gpu-operator mode lands).
-OPERATOR_STACK = next((stack for stack in STACKS if device_plugin_mode(stack) == "gpu-operator"), None)
+# The operator stack with a MIG pool (staging; qgpu runs the operator too, without MIG), else the first.
+OPERATOR_STACK = next(
+    (
+        stack
+        for stack in sorted(STACKS, key=lambda s: s != "staging")
+        if device_plugin_mode(stack) == "gpu-operator"
+    ),
+    None,
+)
 # Its config keys, from its stack file: one per time-sliced pool, and the fallback.
 # dev: t4 time-sliced and, since issue 37, l20 shared with MPS.
 HELM_STACK_KEYS = {"staging": ["any", "h20", "l20"], "dev": ["any", "l20", "t4"]}

@@ -55,7 +55,7 @@ def test_plan_of_a_missing_stack_is_one_line_exit_2_listing_the_stacks(
     assert code == 2  # unreadable input, as a missing file is for every command
     assert capsys.readouterr().err == (
         f"Pulumi.nope.yaml: no such stack file ({project_dir}/Pulumi.nope.yaml) "
-        f"(stacks in {project_dir}: dev, prod, staging)\n"
+        f"(stacks in {project_dir}: dev, prod, qgpu, staging)\n"
     )
 
 
@@ -91,7 +91,12 @@ def test_catalog_json_is_indented_by_two_like_every_commands_json() -> None:
         '    "memoryMiB": 46068,\n'
         '    "memorySource": "seed: nvidia-smi -q on PNV5b.8XLARGE96",\n'
         '    "migCapable": false,\n'
-        '    "migProfiles": []\n'
+        '    "migProfiles": [],\n'
+        '    "qgpu": {\n'
+        '      "allocatableGiB": 44,\n'
+        '      "confidence": "third-party",\n'
+        '      "source": "camushoilingma/qgpu-demo @ 22fa0d7: an L20 native node (PNV5b.8XLARGE96) showed 44"\n'
+        "    }\n"
         "  },\n"
     )
     assert text.endswith("]\n")

@@ -35,8 +35,8 @@ from gpushare.offline.stack_files import load_stack_config
 from gpushare.offline.wire_codec import decode_struct
 from gpushare.stack import loading as stack_loading
 from gpushare.stack import model as stack_model
+from gpushare.stack import native_pool, tke_limits
 from gpushare.stack import plugin_settings as stack_plugin_settings
-from gpushare.stack import tke_limits
 
 # Starts the component package's provider host as a process: make test-e2e, which CI runs after make test.
 pytestmark = pytest.mark.e2e
@@ -244,7 +244,11 @@ MIRRORS: dict[str, tuple[type[Any], ...]] = {
     "Fallback": (stack_model.Fallback,),
     "Pool": (stack_model.Pool,),
     "Nodes": (stack_model.Nodes,),
-    "PoolSharing": (stack_model.TimeSlicing, stack_model.Mig, stack_model.Exclusive),
+    "PoolSharing": (stack_model.TimeSlicing, stack_model.Mig, stack_model.Exclusive, stack_model.Qgpu),
+    "NativePool": (native_pool.NativePool,),
+    "SystemDisk": (native_pool.SystemDisk,),
+    "DataDisk": (native_pool.DataDisk,),
+    "QgpuAddon": (native_pool.QgpuAddon,),
     "Measurement": (stack_model.Measurement,),
     "GpuDriver": (stack_model.GpuDriver,),
     "SoftwareVersion": (stack_model.SoftwareVersion,),
@@ -277,10 +281,11 @@ ENUMS: dict[str, tuple[str, list[str]]] = {
     "DevicePluginMode": ("DevicePlugin.mode", ["daemonsets", "helm", "gpu-operator"]),
     "ManagedPluginAction": ("ManagedPlugin.action", ["park", "adopt", "optOut"]),
     "MigStrategy": ("DevicePlugin.migStrategy", ["none", "single", "mixed"]),
-    "SharingMode": ("PoolSharing.mode", ["time-slicing", "mig", "exclusive", "mps"]),
+    "SharingMode": ("PoolSharing.mode", ["time-slicing", "mig", "exclusive", "mps", "qgpu"]),
+    "QgpuSchedulePolicy": ("PoolSharing.schedulePolicy", ["fixed-share", "burst-share", "best-effort"]),
     "TaintEffect": ("Taint.effect", ["NoSchedule", "PreferNoSchedule", "NoExecute"]),
 }
-CAPACITY_TYPES = {"Capacity", "PoolCapacity", "MigProfileCapacity", "FallbackCapacity"}
+CAPACITY_TYPES = {"Capacity", "PoolCapacity", "MigProfileCapacity", "FallbackCapacity", "QgpuCapacity"}
 
 
 @pytest.mark.parametrize("enum_name", sorted(ENUMS))
@@ -303,9 +308,18 @@ def test_the_enums_hold_exactly_what_the_stack_model_accepts() -> None:
     assert set(modes) == set(ENUMS["DevicePluginMode"][1])
     sharing = {
         typing.get_args(model.model_fields["mode"].annotation)[0]
-        for model in (stack_model.TimeSlicing, stack_model.Mig, stack_model.Exclusive, stack_model.Mps)
+        for model in (
+            stack_model.TimeSlicing,
+            stack_model.Mig,
+            stack_model.Exclusive,
+            stack_model.Mps,
+            stack_model.Qgpu,
+        )
     }
     assert sharing == set(ENUMS["SharingMode"][1])
+    assert set(typing.get_args(stack_model.Qgpu.model_fields["schedule_policy"].annotation)) == set(
+        ENUMS["QgpuSchedulePolicy"][1]
+    )
     assert set(tke_limits.TAINT_EFFECTS) == set(ENUMS["TaintEffect"][1])
 
 

@@ -346,13 +346,13 @@ CASES = [
     # --- sharing
     Bad(
         "sharing-mode-unknown",
-        f"{F}: gpushare:pools[0].sharing.mode: must be one of 'time-slicing', 'mps', 'mig', 'exclusive', got "
+        f"{F}: gpushare:pools[0].sharing.mode: must be one of 'time-slicing', 'mps', 'mig', 'exclusive', 'qgpu', got "
         "'timeslicing'; did you mean 'time-slicing'?",
         _set(f"{P0}|sharing|mode", "timeslicing"),
     ),
     Bad(
         "sharing-mode-missing",
-        f"{F}: gpushare:pools[0].sharing.mode: needs `mode` (time-slicing, mig or exclusive)",
+        f"{F}: gpushare:pools[0].sharing.mode: needs `mode` (time-slicing, mps, mig, exclusive or qgpu)",
         _delete(f"{P0}|sharing|mode"),
     ),
     Bad(
@@ -794,7 +794,7 @@ def test_invalid_pools_bring_no_false_too_short(tmp_path: Path, capsys: pytest.C
     assert main(["plan", "--stack", "bad", "--dir", str(tmp_path)], io.StringIO()) == 1
     assert capsys.readouterr().err.splitlines() == [
         f"{F}: gpushare:pools[0].nodes.min: must be >= 0",
-        f"{F}: gpushare:pools[1].sharing.mode: must be one of 'time-slicing', 'mps', 'mig', 'exclusive', got 'bogus'",
+        f"{F}: gpushare:pools[1].sharing.mode: must be one of 'time-slicing', 'mps', 'mig', 'exclusive', 'qgpu', got 'bogus'",
     ]
 
 

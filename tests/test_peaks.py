@@ -55,3 +55,27 @@ def test_two_pods_sharing_the_gpu_without_per_pod_series_are_refused() -> None:
         "or enable per-pod series",
         False,
     )
+
+
+def test_a_qgpu_pool_is_not_measured_and_says_why_in_one_line() -> None:
+    """Pulumi.qgpu.yaml's L20 qGPU pool: the reference names TKE's elastic-gpu-exporter (port 5678) but no
+    series of it, so measure reads nothing there and says so; the pool keeps its measurement."""
+    plan = build_plan(load_stack_file(PROJECT_DIR / "Pulumi.qgpu.yaml", "qgpu"))
+    node = {
+        "metadata": {"name": L20_NODE, "labels": {kube_names.LABEL_POOL: "l20-qgpu"}},
+        "status": {"allocatable": {"tke.cloud.tencent.com/qgpu-memory": "44"}},
+    }
+    live = LiveMemory(MemoryObservation("the exporters", {}), {L20_NODE: GpuPods({})}, {})
+    (peak,) = [p for p in pool_peaks(plan, [node], live) if p.pool == "l20-qgpu"]
+    assert peak == PoolPeak(
+        "l20-qgpu",
+        "L20",
+        4621,
+        "7",  # the plan's slices a card: ceil(4621 / 0.9) MiB -> 6 GiB, floor(44 / 6) = 7
+        None,
+        None,
+        "qGPU pool: TKE's elastic-gpu-exporter (port 5678) serves its memory, but the names of its series are "
+        "not published, so gpushare does not read it: run `nvidia-smi --query-compute-apps` on the node (it "
+        "does not work inside a qGPU pod) and set sharing.measuredMiB",
+        False,
+    )

@@ -24,6 +24,7 @@ def cmd_catalog(args: argparse.Namespace, out: TextIO) -> int:
     out.write("\nInstance types: ")
     out.write(", ".join(f"{t.name} = {t.gpus_per_node}x {t.gpu}" for t in catalog.INSTANCE_TYPES.values()))
     out.write(" (other types: pools state gpusPerNode)\n")
+    out.write(f"\n{catalog.qgpu_summary()}\n")
     return 0
 
 

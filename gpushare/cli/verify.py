@@ -44,9 +44,8 @@ def report_table(report: VerifyReport, server: str) -> str:
             rows.append((pool.name, "(no nodes)", resources, "-", "-"))
         for node in pool.nodes:
             mark = "" if node.allocatable == node.expected_slots else "  <-"
-            rows.append(
-                (pool.name, node.name, resources, str(node.expected_slots), f"{node.allocatable}{mark}")
-            )
+            name = node.name if node.qgpu_version is None else f"{node.name} (qgpu {node.qgpu_version})"
+            rows.append((pool.name, name, resources, str(node.expected_slots), f"{node.allocatable}{mark}"))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = [f"Stack {report.stack} against {server}", ""]
     lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]

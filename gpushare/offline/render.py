@@ -82,6 +82,8 @@ __all__ = [
 ]
 
 NODE_POOL_TYPE: Final = resource_types.NODE_POOL
+# What `tke/` holds: node pools, native node pools (qGPU) and TKE add-ons, each as its arguments.
+_TKE_FILE_TYPES: Final = frozenset({NODE_POOL_TYPE, resource_types.NATIVE_NODE_POOL, resource_types.ADDON})
 REDACTED: Final = "<secret>"
 RESOURCES_FILE: Final = "resources.json"
 OUTPUTS_FILE: Final = "outputs.json"
@@ -345,9 +347,12 @@ def _resource_record(resource: RecordedResource) -> dict[str, Any]:
 
 
 def _node_pool_files(resource: RecordedResource) -> dict[str, str]:
-    """tke/<name>.yaml (and <name>.pre-start.sh); `resource.inputs` are already redacted."""
+    """tke/<name>.yaml (and <name>.pre-start.sh) of a node pool, tke/addon-<addon>.yaml of an add-on;
+    `resource.inputs` are already redacted."""
     inputs = resource.inputs
     name = str(inputs.get("name") or resource.name)
+    if resource.type == resource_types.ADDON:
+        name = f"addon-{inputs.get('addonName') or resource.name}"
     header = [f"# {resource.type} {resource.name} ({resource.urn})"]
     if resource.protect:
         header.append("# protect: true (Pulumi refuses to delete or replace it)")
@@ -451,7 +456,7 @@ def render_outputs(
             owner = f"{obj.release.resource.urn} (chart {obj.chart} {obj.chart_version}: {obj.source})"
             _add(files, owners, f"{MANIFESTS_DIR}/{obj.file_name}", _chart_object_text(obj), owner)
     for resource in resources:
-        if resource.type == NODE_POOL_TYPE and not resource.external:
+        if resource.type in _TKE_FILE_TYPES and not resource.external:
             for path, text in _node_pool_files(resource).items():
                 _add(files, owners, path, text, resource.urn)
     _check_no_secret_leaks(files, _secret_values(run, secret_config))

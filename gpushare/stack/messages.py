@@ -94,8 +94,9 @@ def _subpath_parts(subpath: str) -> list[int | str]:
 
 def _key_path(loc: Sequence[int | str]) -> str:
     parts = list(loc)
-    # Discriminated unions put the tag in the path (`sharing.time-slicing.measuredMiB`): drop it.
-    parts = [p for i, p in enumerate(parts) if not (i > 0 and parts[i - 1] == "sharing" and p in _MODES)]
+    # Discriminated unions put the tag in the path (`pools[0].sharing.time-slicing.measuredMiB`): drop it.
+    # Only below a pool: the top-level `sharing` is no union, and its key `qgpu` is the add-on's settings.
+    parts = [p for i, p in enumerate(parts) if not (i > 1 and parts[i - 1] == "sharing" and p in _MODES)]
     if not parts:
         return PROJECT
     if parts[0] == "region":
@@ -109,7 +110,7 @@ def _key_path(loc: Sequence[int | str]) -> str:
     return text
 
 
-_MODES = {"time-slicing", "mps", "mig", "exclusive"}
+_MODES = {"time-slicing", "mps", "mig", "exclusive", "qgpu"}
 
 
 def validation_message(detail: Mapping[str, Any]) -> str:
@@ -135,7 +136,7 @@ def validation_message(detail: Mapping[str, Any]) -> str:
         "tuple_type": "must be a list",
         "literal_error": "must be one of {expected}",
         "union_tag_invalid": "must be one of {expected_tags}",
-        "union_tag_not_found": "needs `mode` (time-slicing, mig or exclusive)",
+        "union_tag_not_found": "needs `mode` (time-slicing, mps, mig, exclusive or qgpu)",
     }
     if kind in simple:
         plain = {k: int(v) if isinstance(v, float) and v.is_integer() else v for k, v in ctx.items()}

@@ -18,7 +18,7 @@ from pydantic import (
     model_validator,
 )
 
-from gpushare import catalog, gpu_driver, kube_names, mps, plugin_tolerations
+from gpushare import catalog, gpu_driver, kube_names, mps, plugin_tolerations, qgpu
 from gpushare.errors import GpushareError
 from gpushare.mig.geometry import fit_layout
 from gpushare.stack import kube_syntax, tke_limits
@@ -37,6 +37,7 @@ from gpushare.stack.fields import (
     _today,
     measurement_date,
 )
+from gpushare.stack.native_pool import NativePool, QgpuAddon
 from gpushare.stack.plugin_settings import MIG_CONFIG_ALL_DISABLED, DevicePlugin
 from gpushare.tuning import DEFAULT_CEILING, MIN_SHARED_REPLICAS, max_replicas, measurement_problem
 
@@ -85,6 +86,8 @@ class Sharing(_Model):
     device_plugin: DevicePlugin = Field(default_factory=DevicePlugin, alias="devicePlugin")
     # Defined below with the measurements; pydantic resolves the name when the model is first built.
     fallback: Fallback | None = None
+    # TKE's qGPU add-on, declared when a pool is `mode: qgpu` (gpushare.stack.native_pool).
+    qgpu: QgpuAddon = Field(default_factory=QgpuAddon)
 
 
 class Nodes(_Model):
@@ -138,6 +141,17 @@ class Mps(Measurement):
     memory / replicas (`gpushare.mps`)."""
 
     mode: Literal["mps"]
+
+
+class Qgpu(Measurement):
+    """TKE's qGPU on a native node pool: each pod gets a kernel-enforced slice of a card's memory (whole
+    GiB, from the measurement with the ceiling's headroom) and compute (`gpushare.qgpu.size`)."""
+
+    mode: Literal["qgpu"]
+    schedule_policy: qgpu.SchedulePolicy = Field(alias="schedulePolicy")
+    # The card's allocatable qgpu-memory as the pool's nodes show it, over the catalog's figure (which
+    # for L20 is third-party and for H20 inferred); GiB, at most a 141 GiB H200 could show.
+    allocatable_gib: int | None = Field(default=None, alias="allocatableGiB", gt=0, le=141)
 
 
 class Fallback(Measurement):
@@ -210,7 +224,7 @@ class Mig(_Model):
         return "single" if len(self.mig_layout) == 1 and self.time_slicing is None else "mixed"
 
 
-PoolSharing = Annotated[TimeSlicing | Mps | Mig | Exclusive, Field(discriminator="mode")]
+PoolSharing = Annotated[TimeSlicing | Mps | Mig | Exclusive | Qgpu, Field(discriminator="mode")]
 
 
 class SoftwareVersion(_Model):
@@ -262,6 +276,8 @@ class Pool(_Model):
     labels: dict[str, str] = Field(default_factory=dict)
     taints: tuple[dict[str, str], ...] = ()
     driver: GpuDriver | None = None
+    # A TKE native node pool's own settings: qGPU pools only, which need native nodes.
+    native: NativePool | None = None
 
     @field_validator("name")
     @classmethod
@@ -351,7 +367,8 @@ class Pool(_Model):
         if known is not None and self.gpus_per_node not in (None, known.gpus_per_node):
             raise _at("gpusPerNode", f"{self.instance_type} has {known.gpus_per_node} GPU(s) per node")
         sharing = self.sharing
-        if isinstance(sharing, TimeSlicing | Mps) and sharing.measured_mib > model.memory_mib:
+        self._native_only_for_qgpu()
+        if isinstance(sharing, TimeSlicing | Mps | Qgpu) and sharing.measured_mib > model.memory_mib:
             raise _at(
                 "sharing.measuredMiB",
                 f"{sharing.measured_mib} MiB is more than {self.gpu}'s {model.memory_mib} MiB",
@@ -377,6 +394,35 @@ class Pool(_Model):
                     )
         return self
 
+    def _native_only_for_qgpu(self) -> None:
+        """A qGPU pool is a native pool (native keys, no regular-pool keys); no other pool is."""
+        sharing = self.sharing
+        if not isinstance(sharing, Qgpu):
+            if self.native is not None:
+                raise _at("native", "only a pool in sharing.mode qgpu is a TKE native node pool")
+            return
+        if self.native is None:
+            raise _at(
+                "native",
+                "required for sharing.mode qgpu (TKE runs qGPU on native nodes only): securityGroupIds and "
+                "systemDisk at least",
+            )
+        if self.driver is not None:
+            raise _at(
+                "driver",
+                "a native node pool has no driver field in the pinned provider: TKE picks the driver "
+                f"(qGPU needs series {', '.join(catalog.QGPU_DRIVER_SERIES)}; see docs/qgpu.md)",
+            )
+        if "node_os" in self.model_fields_set:
+            raise _at(
+                "nodeOs", "a native node pool runs TKE's own image: the pinned provider has no OS field"
+            )
+        try:
+            qgpu.allocatable(catalog.gpu(self.gpu), sharing.allocatable_gib)
+        except GpushareError as err:
+            key = "sharing.allocatableGiB" if catalog.qgpu_supported(self.gpu) else "gpu"
+            raise _at(key, err.message) from None
+
     @property
     def gpus_per_node_effective(self) -> int:
         known = catalog.instance_type(self.instance_type)
@@ -391,7 +437,7 @@ class Pool(_Model):
     def measurement(self) -> Measurement | None:
         """What the pool's time-slicing replicas rest on; None for exclusive GPUs and unshared MIG instances."""
         sharing = self.sharing
-        if isinstance(sharing, TimeSlicing | Mps):
+        if isinstance(sharing, TimeSlicing | Mps | Qgpu):
             return sharing
         return sharing.time_slicing if isinstance(sharing, Mig) else None
 
@@ -432,6 +478,8 @@ class StackConfig(_Model):
         for index, pool in enumerate(self.pools):
             # gpushare sets TKE's switch label from the action; a pool's own value may only agree with it.
             labelled = pool.labels.get(kube_names.LABEL_DEVICE_ENABLE)
+            if isinstance(pool.sharing, Qgpu):
+                continue  # always `disable`: `_qgpu_pools`
             if labelled is not None and labelled != managed.device_enable_value:
                 raise _at(
                     f"pools[{index}].labels.{kube_names.LABEL_DEVICE_ENABLE}",
@@ -440,6 +488,8 @@ class StackConfig(_Model):
                     + (" (TKE's plugin would run beside gpushare's)" if managed.action == "optOut" else ""),
                 )
         for index, pool in enumerate(self.pools):
+            if isinstance(pool.sharing, Qgpu):
+                continue  # no NVIDIA plugin serves it: its taints and operand labels are its own
             untolerated = plugin_tolerations.untolerated_taint(plugin.mode, pool.taints)
             if untolerated is not None:
                 raise _at(f"pools[{index}].taints[{untolerated[0]}]", untolerated[1])
@@ -457,9 +507,15 @@ class StackConfig(_Model):
                 )
             if managed.pool not in seen:
                 raise _at("sharing.devicePlugin.managedPlugin.pool", f"no pool named {managed.pool!r}")
+            if isinstance(self.pool(managed.pool).sharing, Qgpu):
+                raise _at(
+                    "sharing.devicePlugin.managedPlugin.pool",
+                    f"{managed.pool} is a qGPU pool: no NVIDIA device plugin may serve it",
+                )
         if plugin.mode == "gpu-operator":
             self._one_layout_per_mig_config_name()
         self._mps_pools_supported()
+        self._qgpu_pools()
         if plugin.mig_strategy is not None:
             # The chart renders a top-level migStrategy as MIG_STRATEGY env, which overrides every per-node
             # config file: it must agree with what every pool's file says.
@@ -502,6 +558,35 @@ class StackConfig(_Model):
             problem = mps.client_limit_problem(gpu.memory_mib, replicas, sharing.measured_mib, ceiling)
             if problem:
                 raise _at(f"pools[{index}].sharing.measuredMiB", problem)
+
+    def _qgpu_pools(self) -> None:
+        """qGPU pools keep NVIDIA's plugins off (TKE's by its switch `disable`, whatever the managed-plugin
+        action); `sharing.qgpu` only where a pool uses it."""
+        qgpu_pools = [index for index, pool in enumerate(self.pools) if isinstance(pool.sharing, Qgpu)]
+        for index in qgpu_pools:
+            labelled = self.pools[index].labels.get(kube_names.LABEL_DEVICE_ENABLE)
+            if labelled is not None and labelled != kube_names.DEVICE_DISABLE_VALUE:
+                raise _at(
+                    f"pools[{index}].labels.{kube_names.LABEL_DEVICE_ENABLE}",
+                    f"{labelled!r} would put TKE's NVIDIA plugin on a qGPU pool, advertising the cards qGPU "
+                    f"slices as nvidia.com/gpu too; gpushare labels qGPU pools "
+                    f"{kube_names.LABEL_DEVICE_ENABLE}={kube_names.DEVICE_DISABLE_VALUE}",
+                )
+        ceiling = self.sharing.utilization_ceiling
+        for index in qgpu_pools:
+            pool = self.pools[index]
+            sharing = pool.sharing
+            assert isinstance(sharing, Qgpu)
+            sizing = qgpu.size(catalog.gpu(pool.gpu), sharing.measured_mib, ceiling, sharing.allocatable_gib)
+            if not sizing.fits:
+                raise _at(
+                    f"pools[{index}].sharing.measuredMiB",
+                    f"{sharing.measured_mib} MiB at ceiling {ceiling:g} needs a {sizing.memory_gib} GiB slice, "
+                    f"more than {pool.gpu}'s {sizing.allocatable_gib} GiB of allocatable qGPU memory: use mode "
+                    "exclusive",
+                )
+        if not qgpu_pools and "qgpu" in self.sharing.model_fields_set:
+            raise _at("sharing.qgpu", "no pool is sharing.mode qgpu: remove the key")
 
     def _one_layout_per_mig_config_name(self) -> None:
         """The GPU Operator's MIG manager reads ONE mig-parted file for all pools: a name in it (the

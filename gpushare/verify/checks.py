@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 
-from gpushare import kube_names
+from gpushare import kube_names, qgpu
 from gpushare.verify.expectations import ClusterExpectation
 from gpushare.verify.mps_checks import mps_findings
 from gpushare.verify.node_checks import (
@@ -22,6 +22,7 @@ from gpushare.verify.node_checks import (
 )
 from gpushare.verify.objects import _count, _dig, _name
 from gpushare.verify.plugin_checks import _config_map_findings, _managed_findings, _workload_findings
+from gpushare.verify.qgpu_checks import node_memory_gib, planned_memory_gib, qgpu_findings, version_of
 from gpushare.verify.report import (
     PERMISSION,
     POOL_WITHOUT_NODES,
@@ -51,6 +52,22 @@ def _pool_rows(expected: ClusterExpectation, by_pool: Mapping[str, list[K8sObjec
     rows = []
     for pool in expected.pools:
         nodes = []
+        if pool.plan.qgpu is not None:
+            # A qGPU pool's row: its nodes' allocatable qGPU memory (GiB) against the plan's, and their
+            # qGPU version (`qgpu_checks`).
+            rows.append(
+                PoolRow(
+                    pool.name,
+                    (f"{qgpu.RESOURCE_MEMORY} (GiB)",),
+                    tuple(
+                        NodeRow(
+                            _name(node), planned_memory_gib(pool), node_memory_gib(node), version_of(node)
+                        )
+                        for node in sorted(by_pool[pool.name], key=_name)
+                    ),
+                )
+            )
+            continue
         for node in sorted(by_pool[pool.name], key=_name):
             allocatable = _dig(node, "status", "allocatable") or {}
             have = sum(_count(allocatable.get(r, 0)) for r in pool.per_node_resources)
@@ -82,6 +99,7 @@ def run_checks(
             findings.extend(_slot_findings(pool, node))
             findings.extend(_mig_findings(pool, node))
     findings.extend(mps_findings(expected, snapshot, by_pool))
+    findings.extend(qgpu_findings(expected, snapshot, by_pool))
     findings.extend(_config_map_findings(expected, snapshot))
     findings.extend(_workload_findings(expected, snapshot))
     findings.extend(_managed_findings(expected, snapshot))

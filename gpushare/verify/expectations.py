@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from gpushare import gpu_operator, kube_names, mps, plugin_pod
+from gpushare import gpu_operator, kube_names, mps, plugin_pod, qgpu
 from gpushare.errors import GpushareError
 from gpushare.plan import FALLBACK_KEY, GPU_RESOURCE, PoolPlan, SharingPlan, build_plan
 from gpushare.plugin_configs import PluginConfigEntry, plugin_config_entries
-from gpushare.stack.model import Mig, Mps, StackConfig
+from gpushare.stack.model import Mig, Mps, Qgpu, StackConfig
 
 # The device-plugin chart as DevicePluginRelease installs it: release and chart are both
 # `nvidia-device-plugin`, so the chart's fullname is that too (`_helpers.tpl` fullname), its DaemonSet
@@ -115,6 +115,8 @@ class ClusterExpectation:
     """The MPS control daemon's DaemonSet, for stacks with an MPS pool (`mps_checks`)."""
     gfd_runs: bool = False
     """GFD labels the nodes (gpu-operator mode, or `gfdEnabled`)."""
+    qgpu_manager: ObjectRef | None = None
+    """TKE's qgpu-manager DaemonSet, for stacks with a qGPU pool (`qgpu_checks`)."""
 
     def pool(self, name: str) -> PoolExpectation | None:
         return next((p for p in self.pools if p.name == name), None)
@@ -126,7 +128,8 @@ class ClusterExpectation:
     def daemonsets(self) -> tuple[ObjectRef, ...]:
         """Every DaemonSet `verify` reads: the plugin workloads, then TKE's."""
         mps_daemon = () if self.mps_daemon is None else (self.mps_daemon,)
-        return (*(w.daemonset for w in self.workloads), *mps_daemon, self.managed.daemonset)
+        qgpu_manager = () if self.qgpu_manager is None else (self.qgpu_manager,)
+        return (*(w.daemonset for w in self.workloads), *mps_daemon, *qgpu_manager, self.managed.daemonset)
 
 
 def per_node_resources(plan: PoolPlan) -> dict[str, int]:
@@ -137,6 +140,8 @@ def per_node_resources(plan: PoolPlan) -> dict[str, int]:
     """
     gpus = plan.pool.gpus_per_node_effective
     sharing = plan.pool.sharing
+    if isinstance(sharing, Qgpu):
+        return {}  # no NVIDIA resource: qgpu_checks reads the qGPU ones
     if not isinstance(sharing, Mig):
         return {GPU_RESOURCE: plan.slots_per_gpu * gpus}
     if plan.mig_strategy == "single":
@@ -152,6 +157,16 @@ def per_node_resources(plan: PoolPlan) -> dict[str, int]:
 def selected_node_labels(stack: StackConfig, plan: PoolPlan) -> dict[str, str]:
     """The labels the pool's node pool sets that something in the cluster selects on."""
     pool = plan.pool
+    if isinstance(pool.sharing, Qgpu):
+        # All of them: qGPU's switch and policy, and the switches that keep NVIDIA's plugins off.
+        labels = qgpu.node_labels(
+            pool.labels,
+            pool.name,
+            pool.gpu,
+            pool.sharing.schedule_policy,
+            gpu_operator=stack.plugin.mode == "gpu-operator",
+        )
+        return {k: v for k, v in labels.items() if k not in pool.labels and k != kube_names.LABEL_GPU_MODEL}
     managed = stack.plugin.managed_plugin
     labels = dict(plugin_pod.node_selector(pool.config_key, tke_switch=managed.action != "optOut"))
     labels[kube_names.LABEL_POOL] = pool.name
@@ -164,11 +179,16 @@ def selected_node_labels(stack: StackConfig, plan: PoolPlan) -> dict[str, str]:
     return labels
 
 
+def _nvidia_pools(stack: StackConfig) -> tuple[str, ...]:
+    """The pools an NVIDIA plugin serves: all but qGPU pools."""
+    return tuple(p.name for p in stack.pools if not isinstance(p.sharing, Qgpu))
+
+
 def _helm_workloads(stack: StackConfig) -> tuple[ObjectRef, tuple[PluginWorkload, ...]]:
     namespace = stack.plugin.namespace
     workload = PluginWorkload(
         daemonset=ObjectRef("DaemonSet", namespace, HELM_RELEASE),
-        pools=tuple(p.name for p in stack.pools),
+        pools=_nvidia_pools(stack),
         digest_rule="template-checksum",
     )
     return ObjectRef("ConfigMap", namespace, HELM_CONFIG_MAP), (workload,)
@@ -187,7 +207,7 @@ def _daemonset_workloads(
             config_key=pool.config_key,
         )
         for pool in stack.pools
-        if pool.name != adopted_pool
+        if pool.name != adopted_pool and not isinstance(pool.sharing, Qgpu)
     ]
     managed = stack.plugin.managed_plugin
     if adopted_pool is not None:
@@ -209,7 +229,7 @@ def _operator_workloads(
     namespace = stack.plugin.gpu_operator.namespace
     workload = PluginWorkload(
         daemonset=ObjectRef("DaemonSet", namespace, gpu_operator.PLUGIN_DAEMONSET),
-        pools=tuple(p.name for p in stack.pools),
+        pools=_nvidia_pools(stack),
         # The config is published under a content-addressed name: a pod mounting another one is stale.
         digest_rule="config-map-name",
     )
@@ -257,6 +277,11 @@ def expected_cluster(stack: StackConfig, plan: SharingPlan | None = None) -> Clu
         fallback=plan.fallback.describe(),
         mps_daemon=mps_control_daemon(stack),
         gfd_runs=stack.plugin.mode == "gpu-operator" or stack.plugin.gfd_enabled,
+        qgpu_manager=(
+            ObjectRef("DaemonSet", qgpu.MANAGER_NAMESPACE, qgpu.MANAGER_DAEMONSET)
+            if any(isinstance(pool.sharing, Qgpu) for pool in stack.pools)
+            else None
+        ),
     )
 
 

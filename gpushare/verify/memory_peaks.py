@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gpushare import kube_names
+from gpushare import kube_names, qgpu
 from gpushare.errors import GpushareError
 from gpushare.plan import GPU_RESOURCE, PoolPlan, SharingPlan
 from gpushare.stack.model import Exclusive, Mig
@@ -59,6 +59,8 @@ class PoolPeak:
 def _targets(plan: PoolPlan) -> list[_Target] | str:
     sharing = plan.pool.sharing
     gpus = plan.pool.gpus_per_node_effective
+    if plan.qgpu is not None:
+        return qgpu.NOT_MEASURED
     if not isinstance(sharing, Mig):
         return [_Target(GPU_RESOURCE, None, gpus)]
     if sharing.time_slicing is None:
@@ -162,7 +164,8 @@ def pool_peaks(plan: SharingPlan, nodes: Sequence[Mapping[str, Any]], live: Live
         targets = _targets(pool_plan)
         writable = measurement is not None and not isinstance(pool.sharing, Exclusive)
         if isinstance(targets, str):
-            peaks.append(PoolPeak(pool.name, pool.gpu, measured, "1", None, None, targets, False))
+            slots = str(pool_plan.slots_per_gpu) if pool_plan.qgpu is not None else "1"
+            peaks.append(PoolPeak(pool.name, pool.gpu, measured, slots, None, None, targets, False))
             continue
         now = "1" if isinstance(pool.sharing, Exclusive) else _replicas(pool_plan, targets, measured, ceiling)
         candidates: list[Candidate] = []

@@ -79,6 +79,8 @@ class NodeRow:
     name: str
     expected_slots: int
     allocatable: int
+    qgpu_version: str | None = None
+    """qGPU pools: the node's `tke.cloud.tencent.com/qgpu.version` label."""
 
 
 @dataclass(frozen=True)
@@ -129,7 +131,12 @@ class VerifyReport:
                 {
                     "name": p.name,
                     "nodes": [
-                        {"name": n.name, "expectedSlots": n.expected_slots, "allocatable": n.allocatable}
+                        {
+                            "name": n.name,
+                            "expectedSlots": n.expected_slots,
+                            "allocatable": n.allocatable,
+                            **({"qgpuVersion": n.qgpu_version} if n.qgpu_version is not None else {}),
+                        }
                         for n in p.nodes
                     ],
                 }

@@ -39,6 +39,14 @@ from gpushare_policies.plugin_rules import (
     PLUGIN_POLICIES,
     PLUGIN_RESTARTS_ON_CONFIG_CHANGE,
 )
+from gpushare_policies.qgpu_rules import (
+    QGPU_ADDON_PRESENT,
+    QGPU_NO_MIG,
+    QGPU_NO_NVIDIA_PLUGIN,
+    QGPU_POLICIES,
+    QGPU_POOL_NATIVE,
+    QGPU_REQUEST_SHAPE,
+)
 from gpushare_policies.tuning_rules import (
     FAIL_REQUESTS_GREATER_THAN_ONE,
     MIG_TIME_SLICING_NEEDS_MIXED,
@@ -65,6 +73,7 @@ POLICIES: Final[tuple[Policy, ...]] = (
     *OPERATOR_POLICIES,
     *LAYOUT_POLICIES,
     *MPS_POLICIES,
+    *QGPU_POLICIES,
     *COVERAGE_POLICIES,
     *WORKLOAD_POLICIES,
 )
@@ -96,6 +105,11 @@ __all__ = [
     "PLUGIN_RESTARTS_ON_CONFIG_CHANGE",
     "POLICIES",
     "POLICIES_BY_NAME",
+    "QGPU_ADDON_PRESENT",
+    "QGPU_NO_MIG",
+    "QGPU_NO_NVIDIA_PLUGIN",
+    "QGPU_POOL_NATIVE",
+    "QGPU_REQUEST_SHAPE",
     "TIME_SLICING_MEASUREMENT_FRESH",
     "TIME_SLICING_REPLICAS_MINIMUM",
     "TIME_SLICING_REPLICAS_TUNED",

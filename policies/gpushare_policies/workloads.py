@@ -573,13 +573,15 @@ class HelmPlugin:
 
     def operand_placement(self, operand: str) -> Placement:
         """Where the operator runs one operand: nodes NFD found an NVIDIA PCI device on, unless the node
-        says `nvidia.com/gpu.deploy.<operand>=false`."""
+        says `nvidia.com/gpu.deploy.<operand>=false` or `nvidia.com/gpu.deploy.operands=false` (all of them:
+        the operator then takes its per-operand labels off the node)."""
         return Placement(
             {},
             (
                 (
                     Requirement(NFD_NVIDIA_PCI_LABEL, "In", ("true",)),
                     Requirement(kube_names.LABEL_OPERATOR_DEPLOY_PREFIX + operand, "NotIn", ("false",)),
+                    Requirement(kube_names.LABEL_OPERATOR_DEPLOY_PREFIX + "operands", "NotIn", ("false",)),
                 ),
             ),
         )
