@@ -9,6 +9,12 @@ Expected slots are written down from the seed and arithmetic in the comments (ce
   floor(19.06) = 19; MPS 19 of 97871 // 19 = 5151 MiB (0.9 x 5151 = 4635.9 >= 4621); MIG 7g.96gb
   (91552 MiB, catalog) floor(0.9 x 91552 / 4621) = floor(17.83) = 17 in 1 instance; 6x 1g.12gb (11264 MiB:
   floor(2.19) = 2 each) + 1x 1g.24gb (22528 MiB: floor(4.39) = 4) = 16 in 7 instances.
+- qGPU (TKE's kernel-enforced slices): a slice is ceil(measured / 0.9 MiB) in whole GiB, slots
+  min(16, floor(allocatable GiB / slice)), core floor(100 / slots) down to a step of 5; allocatable qGPU
+  memory per card from shared/reference/tke-qgpu.md: T4 14 GiB (verified), L20 44 (third-party), H20 94
+  (inferred). L20 4621: 5134.4 MiB -> 6 GiB, floor(44 / 6) = 7, core 14 -> 10. T4 4401: 4890 MiB -> 5 GiB,
+  floor(14 / 5) = 2, core 50. H20 4621: 6 GiB, floor(94 / 6) = 15, core 6 -> 5. H20 12000: 13333.3 MiB
+  -> 14 GiB, floor(94 / 14) = 6, core 16 -> 15.
 The fronts are also cross-checked against a brute force written here from the definitions (integer
 arithmetic, placements tried slice by slice), not through the code under test.
 """
@@ -72,8 +78,16 @@ def test_l20_lists_time_slicing_and_mps_with_slots_and_isolation() -> None:
             "helm, gpu-operator",
         ],
         ["8", "none", "time-slicing", "whole GPU, time-sliced x8", "-", "daemonsets, helm, gpu-operator"],
+        [
+            "7",
+            "kernel",
+            "qgpu",
+            "qGPU 7 x (6 GiB, core 10) of 44 GiB (third-party)",
+            "6144 MiB/slice",
+            "daemonsets, helm, gpu-operator",
+        ],
     ]
-    # Same slots, more isolation: MPS alone is on the front.
+    # Same slots, more isolation: MPS beats time-slicing; qGPU's fewer slots isolate more.
     assert section(text, "Pareto front (no other option has as many slots and as much isolation):") == [
         [
             "8",
@@ -83,18 +97,30 @@ def test_l20_lists_time_slicing_and_mps_with_slots_and_isolation() -> None:
             "5758 MiB/client",
             "helm, gpu-operator",
         ],
+        [
+            "7",
+            "kernel",
+            "qgpu",
+            "qGPU 7 x (6 GiB, core 10) of 44 GiB (third-party)",
+            "6144 MiB/slice",
+            "daemonsets, helm, gpu-operator",
+        ],
     ]
-    assert "Not offered: mig (L20 has no MIG); qgpu (not sized by gpushare yet)" in text.splitlines()
+    assert "Not offered: mig (L20 has no MIG)" in text.splitlines()
     # The layout table before it is unchanged: the existing output comes first.
     assert text.startswith("L20 (46068 MiB), largest process 4621 MiB, ceiling 0.9: 2 options, no MIG\n")
 
 
 def test_t4_at_the_seed_measurement() -> None:
-    assert front_of("T4", 4401) == [("mps", 3, "memory", 1, "whole GPU, MPS x3 (5120 MiB/client)")]
+    assert front_of("T4", 4401) == [
+        ("mps", 3, "memory", 1, "whole GPU, MPS x3 (5120 MiB/client)"),
+        ("qgpu", 2, "kernel", 1, "qGPU 2 x (5 GiB, core 50) of 14 GiB"),  # verified figure: no mark
+    ]
     best = compare_modes(catalog.gpu("T4"), 4401).best_per_mode()
     assert [(o.mode, o.slots, o.memory_limit_mib) for o in best] == [
         ("mps", 3, 5120),
         ("time-slicing", 3, None),
+        ("qgpu", 2, 5 * 1024),
     ]
 
 
@@ -106,7 +132,9 @@ def test_h20_adds_the_mig_layouts() -> None:
         ["19", "memory", "mps", "whole GPU, MPS x19 (5151 MiB/client)"],
         ["19", "none", "time-slicing", "whole GPU, time-sliced x19"],
         ["17", "hardware x1", "mig", "1x 7g.96gb"],
+        ["15", "kernel", "qgpu", "qGPU 15 x (6 GiB, core 5) of 94 GiB (inferred)"],
     ]
+    # qGPU's 15 kernel-isolated slices are dominated by MIG's 17 in one hardware instance.
     assert front_of("H20", 4621) == [
         ("mps", 19, "memory", 1, "whole GPU, MPS x19 (5151 MiB/client)"),
         ("mig", 17, "hardware", 1, "1x 7g.96gb"),
@@ -130,6 +158,9 @@ def brute_slots(memory: int, measured: int) -> int:
         slots += 1
     return slots
 
+
+# Allocatable qGPU memory per card (GiB), from shared/reference/tke-qgpu.md via the module docstring.
+QGPU_ALLOCATABLE_GIB = {"T4": 14, "L20": 44, "H20": 94}
 
 BruteOption = tuple[str, int, int, int, tuple[tuple[str, int], ...]]
 
@@ -156,6 +187,15 @@ def brute_options(gpu: GpuModel, measured: int) -> set[BruteOption]:
             slots += count * (per if per >= 2 else 1)
         else:
             found.add(("mig", slots, 3, sum(c for _, c in layout), layout))
+    # qGPU: the smallest whole GiB holding measured / ceiling, then slices of the allocatable memory.
+    allocatable = QGPU_ALLOCATABLE_GIB.get(gpu.key)
+    if allocatable is not None:
+        slice_gib = 1
+        while NUM * slice_gib * 1024 < DEN * measured:
+            slice_gib += 1
+        slices = min(16, allocatable // slice_gib)
+        if slices >= 2:
+            found.add(("qgpu", slices, 2, 1, ()))
     return found
 
 
@@ -189,7 +229,7 @@ def test_the_front_is_the_brute_force_optimum(gpu: str, measured: int) -> None:
     assert options == brute_options(model, measured)
     assert {as_brute(o) for o in report.pareto} == brute_front(options)
     # For each mode: its best slots are the brute force's best.
-    for mode in ("time-slicing", "mps", "mig"):
+    for mode in ("time-slicing", "mps", "mig", "qgpu"):
         brute_best = max((o[1] for o in options if o[0] == mode), default=None)
         ours = next((o.slots for o in report.best_per_mode() if o.mode == mode), None)
         assert ours == brute_best, mode
@@ -201,14 +241,16 @@ def test_the_front_is_the_brute_force_optimum(gpu: str, measured: int) -> None:
 @pytest.mark.parametrize(
     ("gpu", "flags", "modes"),
     [
-        ("L20", ["--isolation", "none"], ["mps", "time-slicing"]),
-        ("L20", ["--isolation", "memory"], ["mps"]),
-        ("L20", ["--isolation", "kernel"], []),
-        ("H20", ["--isolation", "memory"], ["mps", "mig"]),
-        ("H20", ["--isolation", "kernel"], ["mig"]),  # no qGPU figures yet: MIG is the only one above
+        ("L20", ["--isolation", "none"], ["mps", "time-slicing", "qgpu"]),
+        ("L20", ["--isolation", "memory"], ["mps", "qgpu"]),
+        ("L20", ["--isolation", "kernel"], ["qgpu"]),
+        ("H20", ["--isolation", "memory"], ["mps", "mig", "qgpu"]),
+        ("H20", ["--isolation", "kernel"], ["mig", "qgpu"]),
         ("H20", ["--isolation", "hardware"], ["mig"]),
-        ("H20", ["--plugin-mode", "daemonsets"], ["time-slicing", "mig"]),  # TKE's v0.14.5 has no MPS
-        ("L20", ["--plugin-mode", "daemonsets", "--isolation", "memory"], []),
+        # TKE's v0.14.5 has no MPS; qGPU pools run no NVIDIA plugin, so any plugin mode keeps them.
+        ("H20", ["--plugin-mode", "daemonsets"], ["time-slicing", "mig", "qgpu"]),
+        ("L20", ["--plugin-mode", "daemonsets", "--isolation", "memory"], ["qgpu"]),
+        ("L20", ["--plugin-mode", "daemonsets", "--isolation", "hardware"], []),
     ],
 )
 def test_isolation_and_plugin_mode_filter_the_modes(gpu: str, flags: list[str], modes: list[str]) -> None:
@@ -295,7 +337,7 @@ def test_a_mode_the_plugin_mode_cannot_run_is_one_line(capsys: pytest.CaptureFix
     assert code == 1
     assert capsys.readouterr().err == (
         "--mode mps, --plugin-mode daemonsets: no pool of L20 for 4621 MiB that gpushare can write "
-        "(mps: not under devicePlugin.mode daemonsets; mig: L20 has no MIG; qgpu: not sized by gpushare yet)\n"
+        "(mps: not under devicePlugin.mode daemonsets; mig: L20 has no MIG)\n"
     )
 
 
@@ -309,42 +351,58 @@ def test_json_carries_every_mode_option() -> None:
     ] == [
         ("mps", 8, "memory", 5758, True),
         ("time-slicing", 8, "none", None, False),
+        ("qgpu", 7, "kernel", 6144, True),
     ]
 
 
-# --- the qGPU hook ----------------------------------------------------------------------------------------
+# --- qGPU -------------------------------------------------------------------------------------------------
 
 
-def test_the_qgpu_hook_is_a_provider_that_offers_nothing_yet() -> None:
-    names = [name for name, _ in sharing_modes.MODE_PROVIDERS]
-    assert names == ["time-slicing", "mps", "mig", "qgpu"]
-    assert sharing_modes.qgpu_options(catalog.gpu("L20"), 4621, 0.9) == []
+def test_qgpu_offers_the_slice_plan_gives_a_pool() -> None:
+    (option,) = sharing_modes.qgpu_options(catalog.gpu("L20"), 4621, 0.9)
+    assert (option.slots, option.isolation, option.memory_limit_mib, option.layout) == (
+        7,
+        "kernel",
+        6144,
+        None,
+    )
+    assert option.plugin_modes == ("daemonsets", "helm", "gpu-operator")
 
 
-def test_a_provider_wired_into_the_hook_joins_the_front(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A stand-in provider (10 slots is a made-up figure for this test, not a qGPU sizing) shows what the
-    wiring needs: one entry in MODE_PROVIDERS, no other change."""
-    gpu = catalog.gpu("L20")
+@pytest.mark.parametrize(
+    ("gpu", "measured", "reason"),
+    [
+        # 6500 / 0.9 = 7222.2 MiB -> 8 GiB; floor(14 / 8) = 1 slice on a T4: no sharing.
+        ("T4", 6500, "fewer than 2 slices fit in the card's allocatable qGPU memory"),
+        (
+            "A100-40GB",
+            4621,
+            "no allocatable qGPU memory published for A100-40GB (a pool sets sharing.allocatableGiB)",
+        ),
+        ("H100-80GB", 4621, "H100-80GB is not on Tencent's qGPU list"),
+    ],
+)
+def test_qgpu_is_not_offered_and_says_why(gpu: str, measured: int, reason: str) -> None:
+    assert sharing_modes.qgpu_options(catalog.gpu(gpu), measured, 0.9) == []
+    assert dict(compare_modes(catalog.gpu(gpu), measured).unavailable)["qgpu"] == reason
 
-    def fake_qgpu(model: GpuModel, measured: int, ceiling: float) -> list[ModeOption]:
-        return [
-            ModeOption(
-                mode="qgpu",
-                gpu=model,
-                measured_mib=measured,
-                slots=10,
-                isolation="kernel",
-                isolation_domains=1,
-                description="stand-in",
-                requires=("TKE native nodes", "the qGPU add-on"),
-                plugin_modes=("daemonsets",),
-            )
-        ]
 
-    providers = tuple((n, fake_qgpu if n == "qgpu" else p) for n, p in sharing_modes.MODE_PROVIDERS)
-    monkeypatch.setattr(sharing_modes, "MODE_PROVIDERS", providers)
-    assert front_of("L20", 4621) == [("qgpu", 10, "kernel", 1, "stand-in")]
-    assert [o.mode for o in compare_modes(gpu, 4621, plugin_mode="helm").pareto] == ["mps"]
+def test_two_t4_slices_end_where_a_slice_needs_eight_gib() -> None:
+    # 6451 / 0.9 = 7167.8 MiB -> 7 GiB, floor(14 / 7) = 2; 6452 / 0.9 = 7168.9 MiB -> 8 GiB, 1 slice.
+    assert [o.slots for o in sharing_modes.qgpu_options(catalog.gpu("T4"), 6451, 0.9)] == [2]
+    assert sharing_modes.qgpu_options(catalog.gpu("T4"), 6452, 0.9) == []
+
+
+def test_the_qgpu_snippet_is_refused_in_one_line_naming_the_native_keys(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out = run(["advise", "--gpu", "L20", "--measured-mib", "4621", "--mode", "qgpu", "--stack-snippet"])
+    assert (code, out) == (1, "")
+    assert capsys.readouterr().err == (
+        "--mode qgpu: no pool of L20 for 4621 MiB that gpushare can write (mig: L20 has no MIG; qgpu: its pool "
+        "is a TKE native node pool whose security groups, disks and subnets only your account knows: write it "
+        "from docs/qgpu.md and Pulumi.qgpu.yaml)\n"
+    )
 
 
 # --- --fleet: a service that asks for MPS ------------------------------------------------------------------

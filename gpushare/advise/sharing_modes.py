@@ -4,8 +4,8 @@ Four modes share a card: time-slicing (no isolation, the most slots), MPS (a pin
 client and a share of the SMs, enforced by NVIDIA's MPS control daemon), MIG (hardware partitions, on
 MIG-capable GPUs only, fixed profiles) and TKE's qGPU (memory and compute enforced by a kernel module on
 TKE native nodes). Each mode is one option provider: a function `(gpu, measured_mib, ceiling) -> options`
-listed in `MODE_PROVIDERS`. The qGPU provider is a placeholder (`qgpu_options`, no options) until its
-sizing function is wired in; no qGPU figure is made up here.
+listed in `MODE_PROVIDERS`. qGPU's option is the slice `gpushare.qgpu.size` gives a pool (the figure
+`plan` shows), its description marking a card's allocatable memory that Tencent has not published.
 
 Isolation is a total order, weakest first: none < memory < kernel < hardware; among MIG layouts, more
 instances isolate more. Memory limit (MPS) is below kernel-enforced memory and compute (qGPU): MPS
@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from gpushare import mps
+from gpushare import catalog, mps, qgpu
 from gpushare.advise.layout_options import LayoutOption, advise
 from gpushare.catalog import GpuModel
 from gpushare.errors import GpushareError
@@ -201,19 +201,40 @@ def mig_options(gpu: GpuModel, measured_mib: int, ceiling: float) -> list[ModeOp
 
 
 def qgpu_options(gpu: GpuModel, measured_mib: int, ceiling: float) -> list[ModeOption]:
-    """HOOK for TKE's qGPU: no options until the qGPU sizing function (a parallel branch) is wired in.
-
-    It is to return `ModeOption(mode="qgpu", isolation="kernel", ...)` with the slots that sizing gives,
-    `requires` naming TKE native nodes and the qGPU add-on, and the plugin modes a qGPU pool runs under.
-    """
-    return []
+    """TKE's qGPU: the slices `gpushare.qgpu.size` gives a pool of this card (the catalog's allocatable
+    memory, its confidence in the description), when at least 2 fit. None for a card qGPU does not
+    support or whose allocatable memory nobody has published (a pool then sets `sharing.allocatableGiB`,
+    which advise cannot guess). qGPU pools keep every NVIDIA plugin off their nodes, so they run beside
+    any device-plugin mode."""
+    if not catalog.qgpu_supported(gpu.key) or catalog.qgpu_card(gpu.key) is None:
+        return []
+    sizing = qgpu.size(gpu, measured_mib, ceiling)
+    if sizing.slots_per_gpu < MIN_SHARED_REPLICAS:
+        return []
+    return [
+        ModeOption(
+            mode="qgpu",
+            gpu=gpu,
+            measured_mib=measured_mib,
+            slots=sizing.slots_per_gpu,
+            isolation="kernel",
+            isolation_domains=1,
+            description=f"qGPU {sizing.describe()}",
+            requires=(
+                "a TKE native node pool (the pool's `native:` keys)",
+                f"TKE's qGPU add-on (sharing.qgpu) and a driver of series {', '.join(catalog.QGPU_DRIVER_SERIES)}",
+            ),
+            plugin_modes=PLUGIN_MODES,
+            memory_limit_mib=sizing.memory_gib * catalog.QGPU_MEMORY_UNIT_MIB,
+        )
+    ]
 
 
 MODE_PROVIDERS: Final[tuple[tuple[ModeName, OptionProvider], ...]] = (
     ("time-slicing", time_slicing_options),
     ("mps", mps_options),
     ("mig", mig_options),
-    ("qgpu", qgpu_options),  # placeholder: wire the qGPU sizing here
+    ("qgpu", qgpu_options),
 )
 
 
@@ -271,7 +292,11 @@ def _none_reason(name: ModeName, gpu: GpuModel) -> str:
     if name == "mig" and not gpu.mig_capable:
         return f"{gpu.key} has no MIG"
     if name == "qgpu":
-        return "not sized by gpushare yet"
+        if not catalog.qgpu_supported(gpu.key):
+            return f"{gpu.key} is not on Tencent's qGPU list"
+        if catalog.qgpu_card(gpu.key) is None:
+            return f"no allocatable qGPU memory published for {gpu.key} (a pool sets sharing.allocatableGiB)"
+        return "fewer than 2 slices fit in the card's allocatable qGPU memory"
     if name == "mps":
         return "fewer than 2 clients fit, or a client's limit (memory / replicas) would not hold the process"
     return "fewer than 2 copies of the process fit"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Final, TextIO
 
 from gpushare import catalog
 from gpushare.advise.fleet import ServicePlan, load_fleet, plan_fleet
@@ -173,6 +173,13 @@ def _snippet(report: AdviceReport, args: argparse.Namespace) -> str:
     return _pool_snippet(report.gpu, report.measured_mib, report.ceiling, option, args)
 
 
+# Modes advise compares but writes no pool for, and why.
+_NO_SNIPPET: Final = {
+    "qgpu": "its pool is a TKE native node pool whose security groups, disks and subnets only your account "
+    "knows: write it from docs/qgpu.md and Pulumi.qgpu.yaml",
+}
+
+
 def _mode_snippet(modes: ModesReport, args: argparse.Namespace) -> str:
     """The pool of the best option among the modes asked for (`--mode`, `--plugin-mode`, `--isolation LEVEL`)."""
     wanted = [o for o in modes.options if args.mode is None or o.mode == args.mode]
@@ -187,7 +194,8 @@ def _mode_snippet(modes: ModesReport, args: argparse.Namespace) -> str:
             )
             if value is not None
         )
-        why = "; ".join(f"{name}: {reason}" for name, reason in modes.unavailable)
+        unwritable = [(o.mode, _NO_SNIPPET[o.mode]) for o in wanted if o.mode in _NO_SNIPPET][:1]
+        why = "; ".join(f"{name}: {reason}" for name, reason in [*modes.unavailable, *unwritable])
         raise GpushareError(
             f"{asked}: no pool of {modes.gpu.key} for {modes.measured_mib} MiB that gpushare can write ({why})"
         )
@@ -288,6 +296,9 @@ def _isolation_cell(option: ModeOption) -> str:
     return f"{option.isolation} x{option.isolation_domains}" if option.mode == "mig" else option.isolation
 
 
+_LIMIT_UNIT: Final = {"mig": "instance", "qgpu": "slice"}
+
+
 def _mode_row(option: ModeOption) -> list[str]:
     limit = option.memory_limit_mib
     return [
@@ -295,7 +306,7 @@ def _mode_row(option: ModeOption) -> list[str]:
         _isolation_cell(option),
         option.mode,
         option.description,
-        "-" if limit is None else f"{limit} MiB/{'instance' if option.mode == 'mig' else 'client'}",
+        "-" if limit is None else f"{limit} MiB/{_LIMIT_UNIT.get(option.mode, 'client')}",
         ", ".join(option.plugin_modes),
     ]
 
