@@ -91,13 +91,14 @@ ADVISORY_NAMES = {
     "mig-layout-underused",
     "cli-flag-overrides-config",
     "time-slicing-measurement-fresh",
+    "qgpu-measurement-fresh",
     "plugin-image-pinned",
     "judged-without-stack-config",
     "workload-fits-pool-advisory",
 }
 # What the repo's stacks are expected to be advised about: placeholder measurement dates, and the tag-only
 # image of TKE's plugin (its digest is the cluster's to read, not ours to invent).
-EXPECTED_ADVISORIES = {"time-slicing-measurement-fresh", "plugin-image-pinned"}
+EXPECTED_ADVISORIES = {"time-slicing-measurement-fresh", "qgpu-measurement-fresh", "plugin-image-pinned"}
 
 
 # --------------------------------------------------------------------------------------------------------

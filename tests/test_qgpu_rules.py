@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import copy
 from collections.abc import Callable
+from datetime import date
 from typing import Any
 
 import pytest
@@ -263,3 +264,70 @@ def test_a_request_without_its_limit(stack: Program) -> None:
             for r in (qgpu.RESOURCE_CORE, qgpu.RESOURCE_MEMORY)
         ]
     }
+
+
+# --------------------------------------------------------------------------------------------------------
+# qgpu-measurement-fresh: Pulumi.qgpu.yaml's l20-qgpu was measured 2025-06-01; 2025-06-01 + 180 days is
+# 2025-11-28 (June 29 + July 31 + August 31 + September 30 + October 31 + 28 = 180).
+
+FRESH = "qgpu-measurement-fresh"
+RE_MEASURE = (
+    "Re-measure the largest process: qGPU enforces the slice, so a process that grew fails its allocations "
+    "at the slice's edge."
+)
+
+
+def _qgpu_pool(config: dict[str, Any]) -> dict[str, Any]:
+    (pool,) = [p for p in config["gpushare:pools"] if p["name"] == "l20-qgpu"]
+    return pool
+
+
+def test_a_qgpu_measurement_is_fresh_through_day_180(
+    stack: Program, fixed_today: Callable[[date], None]
+) -> None:
+    fixed_today(date(2025, 11, 28))
+    assert messages_of(FRESH, stack.resources) == []
+    fixed_today(date(2025, 11, 29))
+    assert messages_of(FRESH, stack.resources) == [
+        f"qGPU pool l20-qgpu (sharing.measuredMiB 4621): measured 2025-06-01, 181 days ago, older than 180 days. "
+        f"{RE_MEASURE}"
+    ]
+
+
+def test_the_stack_limit_tightens_and_the_pack_config_sets_the_qgpu_age(
+    stack: Program, use_stack: Callable[..., None], fixed_today: Callable[[date], None]
+) -> None:
+    fixed_today(date(2025, 7, 2))  # 31 days after 2025-06-01
+    assert messages_of(FRESH, stack.resources) == []
+    assert messages_of(FRESH, stack.resources, {"maxMeasurementAgeDays": 30}) == [
+        f"qGPU pool l20-qgpu (sharing.measuredMiB 4621): measured 2025-06-01, 31 days ago, older than 30 days. "
+        f"{RE_MEASURE}"
+    ]
+
+    def thirty_days(config: dict[str, Any]) -> None:
+        config["gpushare:sharing"]["maxMeasurementAgeDays"] = 30
+
+    use_stack("qgpu", thirty_days)
+    assert len(messages_of(FRESH, stack.resources)) == 1
+
+
+def test_an_undated_qgpu_measurement_has_no_age(
+    stack: Program, use_stack: Callable[..., None], fixed_today: Callable[[date], None]
+) -> None:
+    fixed_today(date(2025, 6, 2))
+
+    def undated(config: dict[str, Any]) -> None:
+        del _qgpu_pool(config)["sharing"]["measuredAt"]
+
+    use_stack("qgpu", undated)
+    assert messages_of(FRESH, stack.resources) == [
+        f"qGPU pool l20-qgpu (sharing.measuredMiB 4621): no measuredAt, so its age is unknown. {RE_MEASURE}"
+    ]
+
+
+def test_a_misspelt_age_key_is_named(stack: Program, fixed_today: Callable[[date], None]) -> None:
+    fixed_today(date(2025, 6, 2))
+    assert messages_of(FRESH, stack.resources, {"maxMeasurementAgeDay": 30}) == [
+        "policy config: unknown property 'maxMeasurementAgeDay'; this policy takes maxMeasurementAgeDays (a "
+        "misspelt key would leave the default in force). Fix the --policy-pack-config file."
+    ]

@@ -11,7 +11,10 @@ nodeSelector) or set the qGPU schedule policy, or that the stack's config calls 
 - `qgpu-no-mig`: no MIG (`nvidia.com/mig.config`, `gpuArgs.migEnable`): qGPU slices a whole card;
 - `qgpu-addon-present`: the stack declares `Addon(addon_name="qgpu")`, version pinned, values plain JSON;
 - `qgpu-request-shape`: a workload's qgpu-core/qgpu-memory requests equal their limits, core a multiple
-  of 5, memory whole GiB, and (with the stack's plan) at most one planned slice of the pools it reaches.
+  of 5, memory whole GiB, and (with the stack's plan) at most one planned slice of the pools it reaches;
+- `qgpu-measurement-fresh` (advisory, as `time-slicing-measurement-fresh`): the measurement a qGPU pool's
+  slice is sized from is recent. qGPU enforces the slice, so a process that outgrew an old measurement
+  fails its allocations at the slice's edge instead of slowing its neighbours.
 """
 
 from __future__ import annotations
@@ -23,18 +26,20 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Final
 
-from pulumi_policy import ReportViolation, StackValidationArgs, StackValidationPolicy
+from pulumi_policy import EnforcementLevel, ReportViolation, StackValidationArgs, StackValidationPolicy
 
 from gpushare import kube_names, qgpu, workload_fit
 from gpushare.plan import build_plan
 from gpushare.pool_offers import pool_node_labels
 from gpushare.qgpu import QgpuSizing
 from gpushare.resource_types import ADDON, NATIVE_NODE_POOL, NODE_POOL
+from gpushare.stack import fields as stack_fields
 from gpushare.stack.model import Qgpu
 from gpushare_policies.props import UNKNOWN, Resource, boolean, dig, items, string_map, text
 from gpushare_policies.reporting import report_once
-from gpushare_policies.settings import StackFacts
+from gpushare_policies.settings import MEASUREMENT_AGE_CONFIG_SCHEMA, StackFacts, refusing_unknown_properties
 from gpushare_policies.stack_view import StackView, view_of
+from gpushare_policies.tuning_rules import measurement_age_limit, stale_measurement
 from gpushare_policies.workloads import NodePoolView
 
 
@@ -279,6 +284,28 @@ def _check_requests(args: StackValidationArgs, report_violation: ReportViolation
                     report(f"{kind} {res.name} container {name}: {problem}.", res.urn)
 
 
+def _check_measurement_age(args: StackValidationArgs, report_violation: ReportViolation) -> None:
+    view = view_of(args)
+    limit = measurement_age_limit(args.get_config(), view.stack)
+    today = stack_fields.latest_date_on_earth()  # the loader's today, as time-slicing-measurement-fresh
+    for pool in _pools(view):
+        stack_pool = pool.view.stack_pool
+        if stack_pool is None or not isinstance(stack_pool.sharing, Qgpu):
+            continue  # a pool the stack config does not size: nothing says what its slice rests on
+        measured_at = stack_pool.sharing.measured_at
+        problem = "no measuredAt, so its age is unknown" if measured_at is None else None
+        if measured_at is not None:
+            stale = stale_measurement(measured_at, limit, today)
+            problem = None if stale is None else f"measured {measured_at}, {stale}"
+        if problem is not None:
+            report_violation(
+                f"qGPU pool {stack_pool.name} (sharing.measuredMiB {stack_pool.sharing.measured_mib}): {problem}. "
+                "Re-measure the largest process: qGPU enforces the slice, so a process that grew fails its "
+                "allocations at the slice's edge.",
+                pool.urn,
+            )
+
+
 QGPU_POOL_NATIVE: Final = StackValidationPolicy(
     name="qgpu-pool-native",
     description="A node pool labelled for qGPU (qgpu-device-enable=enable, the qGPU schedule policy) or "
@@ -319,10 +346,22 @@ QGPU_REQUEST_SHAPE: Final = StackValidationPolicy(
     "the slice `gpushare plan` gives the pool.",
 )
 
+QGPU_MEASUREMENT_FRESH: Final = StackValidationPolicy(
+    name="qgpu-measurement-fresh",
+    description="The measurement a qGPU pool's slice is sized from is recent (measuredAt within "
+    "maxMeasurementAgeDays).",
+    validate=refusing_unknown_properties(MEASUREMENT_AGE_CONFIG_SCHEMA, _check_measurement_age),
+    enforcement_level=EnforcementLevel.ADVISORY,
+    config_schema=MEASUREMENT_AGE_CONFIG_SCHEMA,
+    remediation_steps="Measure the largest process's GPU memory on the node (nvidia-smi --query-compute-apps), "
+    "set the pool's sharing.measuredMiB and measuredAt, and let gpushare size the slice.",
+)
+
 QGPU_POLICIES: Final = (
     QGPU_POOL_NATIVE,
     QGPU_NO_NVIDIA_PLUGIN,
     QGPU_NO_MIG,
     QGPU_ADDON_PRESENT,
     QGPU_REQUEST_SHAPE,
+    QGPU_MEASUREMENT_FRESH,
 )

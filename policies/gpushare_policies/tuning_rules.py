@@ -293,12 +293,28 @@ def measurement_age_days(measured_at: str, today: date) -> int | None:
         return None
 
 
-def _check_measurement_age(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
-    stack = current_stack()
-    limit = configured_max_age_days(args.get_config())
+def measurement_age_limit(policy_config: Mapping[str, Any], stack: StackFacts) -> int:
+    """The oldest measurement (days) the pack accepts: its config, tightened by the stack's own limit."""
+    limit = configured_max_age_days(policy_config)
     # A stack that sets its own limit can only tighten the pack's.
     if stack.config is not None and "max_measurement_age_days" in stack.config.sharing.model_fields_set:
         limit = min(limit, stack.config.sharing.max_measurement_age_days)
+    return limit
+
+
+def stale_measurement(measured_at: str, limit: int, today: date) -> str | None:
+    """Why a measurement taken `measured_at` is too old (or no past date) on `today`; None if it is fresh."""
+    age = measurement_age_days(measured_at, today)
+    if age is None or age < 0:
+        return "which is not a date in the past"
+    if age > limit:
+        return f"{age} days ago, older than {limit} days"
+    return None
+
+
+def _check_measurement_age(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    stack = current_stack()
+    limit = measurement_age_limit(args.get_config(), stack)
     # The loader's today (UTC+14, the latest calendar day on Earth): a measuredAt it accepts as not in the
     # future is never in the future here either. Tests fix it by replacing that one function.
     today = stack_fields.latest_date_on_earth()
@@ -315,12 +331,8 @@ def _check_measurement_age(args: ResourceValidationArgs, report_violation: Repor
                 None,
             )
             continue
-        age = measurement_age_days(basis.measured_at, today)
-        if age is None or age < 0:
-            problem = "which is not a date in the past"
-        elif age > limit:
-            problem = f"{age} days ago, older than {limit} days"
-        else:
+        problem = stale_measurement(basis.measured_at, limit, today)
+        if problem is None:
             continue
         report_violation(
             f"{source.where(key)}: measured {basis.measured_at} ({basis.origin}), {problem}. Re-measure the "
