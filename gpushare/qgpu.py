@@ -27,6 +27,7 @@ from gpushare import catalog, kube_names
 from gpushare.catalog import GpuModel, QgpuConfidence
 from gpushare.errors import GpushareError
 from gpushare.tuning import DEFAULT_CEILING, check_ceiling, check_measured
+from gpushare.wire_numbers import whole_number
 
 MODE: Final = "qgpu"
 
@@ -220,19 +221,6 @@ def size(
 # A workload's qGPU request (the pack's qgpu-request-shape and `verify` read it the same way)
 
 
-def _quantity(value: object) -> int | None:
-    """A whole-number quantity ("50", 50, 50.0 as the engine sends numbers); None otherwise."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str) and value.isascii() and value.isdigit():
-        return int(value)
-    return None
-
-
 def request_problems(
     requests: Mapping[str, object], limits: Mapping[str, object], slice_: QgpuSizing | None = None
 ) -> list[str]:
@@ -257,7 +245,7 @@ def request_problems(
     asked = {**requests, **limits}
     core = asked.get(RESOURCE_CORE)
     if core is not None:
-        value = _quantity(core)
+        value = whole_number(core)
         step, card = catalog.QGPU_CORE_STEP, catalog.QGPU_CORE_PER_GPU
         if value is None or value < step or value % step:
             problems.append(
@@ -274,7 +262,7 @@ def request_problems(
             )
     memory = asked.get(RESOURCE_MEMORY)
     if memory is not None:
-        value = _quantity(memory)
+        value = whole_number(memory)
         if value is None or value < 1:
             problems.append(f"{RESOURCE_MEMORY}: {memory} is not a whole number of GiB (at least 1)")
         elif slice_ is not None and slice_.fits and value > slice_.memory_gib:

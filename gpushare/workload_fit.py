@@ -37,6 +37,7 @@ from gpushare.pool_offers import (
     PoolOffer,
     Taint,
 )
+from gpushare.wire_numbers import whole_number
 
 GPU_RESOURCE_PREFIX: Final = "nvidia.com/"
 # The labels a GPU node of no gpushare pool carries that a workload could select on: TKE's switch, which
@@ -66,19 +67,6 @@ def _dig(value: object, *path: str) -> Any:
             return None
         value = value.get(step)
     return value
-
-
-def whole_number(value: object) -> int | None:
-    """A count or quantity: 2, 2.0 (numbers cross Pulumi's wire as doubles) or "2"; None otherwise."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str) and value.isascii() and value.isdigit():
-        return int(value)
-    return None
 
 
 def _strings(value: object) -> dict[str, str] | None:

@@ -23,6 +23,7 @@ from gpushare.pool_offers import PoolOffer, pool_offers
 from gpushare.stack.model import StackConfig
 from gpushare.verify.objects import _dig, _labels, _name, _pod_ref
 from gpushare.verify.report import ClusterSnapshot, Denial, Finding, K8sObject
+from gpushare.wire_numbers import whole_number
 
 WORKLOAD_OVER_SLOTS: Final = "workload-over-slots"
 ROLLOUT_STUCK_ON_SURGE: Final = "rollout-stuck-on-surge"
@@ -46,10 +47,10 @@ def _workload_ref(kind: str, obj: Mapping[str, object]) -> str:
 
 def _rolling_out(deployment: Mapping[str, object]) -> bool:
     """A rollout in progress: fewer updated replicas than wanted, or old ones still running."""
-    wanted = workload_fit.whole_number(_dig(deployment, "spec", "replicas"))
+    wanted = whole_number(_dig(deployment, "spec", "replicas"))
     status = _dig(deployment, "status") or {}
-    updated = workload_fit.whole_number(_dig(status, "updatedReplicas")) or 0
-    total = workload_fit.whole_number(_dig(status, "replicas")) or 0
+    updated = whole_number(_dig(status, "updatedReplicas")) or 0
+    total = whole_number(_dig(status, "replicas")) or 0
     return (wanted if wanted is not None else 1) > updated or total > updated
 
 
