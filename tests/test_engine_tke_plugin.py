@@ -35,6 +35,9 @@ from test_program import run_document
 
 from gpushare.offline.manifests import extract_manifests
 from gpushare.offline.render import redacted_resources
+from gpushare.resource_types import DAEMON_SET_PATCH
+from gpushare_policies.props import Resource
+from gpushare_policies.workloads import TKE_DAEMON_SET, apply_patch, daemon_set_plugin
 
 pytestmark = pytest.mark.engine
 
@@ -374,3 +377,20 @@ def test_a_patch_applied_under_pulumis_own_manager_name_moves_to_the_shared_one(
     assert owned(obj, GPUSHARE) == gpushare_fields(
         {**IDENTITY_ANNOTATIONS, **PATCH_ANNOTATIONS}, pod=ADOPT_POD_FIELDS
     )
+
+
+@pytest.mark.parametrize("action", ["park", "adopt", "hand-back"])
+def test_the_packs_model_of_a_patched_tke_daemonset_is_what_the_api_server_holds(
+    api: dynamic.Resource, patches: dict[str, dict[str, Any]], action: str
+) -> None:
+    """The policy pack judges TKE's DaemonSet after the patch from its own model (workloads.apply_patch):
+    the fields the patches set, the nodeSelector and the args, are what the API server makes of them."""
+    patch = patches[action]
+    create_patch(api, patch)
+    obj = live(api)
+    patched = daemon_set_plugin(Resource(DAEMON_SET_PATCH, "urn:rendered", action, copy.deepcopy(patch)))
+    assert patched is not None
+    modelled = apply_patch(TKE_DAEMON_SET, patched)
+    assert modelled.placement is not None
+    assert dict(modelled.placement.node_selector) == pod_spec(obj)["nodeSelector"]
+    assert modelled.argv == tuple(container(obj)["args"])
