@@ -4,12 +4,15 @@ Two plugins on one node fight over `nvidia.com/gpu`, so TKE's DaemonSet is eithe
 nodeSelector no node carries) or adopted as one pool's plugin (the seed did that for T4). TKE may
 reconcile the DaemonSet back; `pulumi preview --refresh` then shows the drift and `pulumi up` re-applies.
 
-Handing it back: deleting a patch gives up the fields it owns. Parking adds one nodeSelector key and takes
-nothing from TKE, so deleting the park patch (destroy, or a move to optOut) leaves TKE's DaemonSet exactly as
-TKE had it. Adopting force-takes the container's `args` (an atomic list): deleted, they would be left
-empty rather than TKE's. So the adopt patch is retained on delete, and `managedPlugin: {action: optOut,
-handBack: true}` applies TKE's own nodeSelector and args under the same field manager (retained too): the
-API server removes what adopt set and the hand-back does not (the config volume, mount and annotation).
+Handing it back: deleting a patch gives up every field its field manager owns, and the API server removes
+a field nobody owns. A pod's `nodeSelector` is an atomic map and a container's `args` an atomic list, so a
+forced patch takes them whole from TKE's manager: deleted, it would leave TKE's DaemonSet with no
+nodeSelector (TKE's plugin on every node, gpushare's pools included) and, after adopt, no args (the
+real-engine tests, tests/test_engine_tke_plugin.py, show both). So every patch is retained on delete, all
+under one field manager, and `managedPlugin: {action: optOut, handBack: true}` applies TKE's own
+nodeSelector and args under that manager (retained too): the API server removes what park or adopt set
+and the hand-back does not (the parked selector, the config volume, mount and annotation). Park also sets
+TKE's args, so that moving from adopt to park gives them back instead of leaving the container without.
 """
 
 from __future__ import annotations
@@ -43,11 +46,18 @@ class ManagedDevicePluginArgs:
     identity: Mapping[str, pulumi.Input[str]] | None = None
 
 
-def _parked_spec() -> k8s.apps.v1.DaemonSetSpecPatchArgs:
+def _tke_container(managed: ManagedPlugin) -> k8s.core.v1.ContainerPatchArgs:
+    """TKE's container with TKE's own args (`tkeArgs`): its args list is atomic, whoever applies it owns it."""
+    return k8s.core.v1.ContainerPatchArgs(name=managed.container_name, args=list(managed.tke_args))
+
+
+def _parked_spec(managed: ManagedPlugin) -> k8s.apps.v1.DaemonSetSpecPatchArgs:
+    """A nodeSelector no node carries; TKE's args, so that a move from adopt drops only adopt's config."""
     return k8s.apps.v1.DaemonSetSpecPatchArgs(
         template=k8s.core.v1.PodTemplateSpecPatchArgs(
             spec=k8s.core.v1.PodSpecPatchArgs(
-                node_selector={kube_names.LABEL_PARKED: kube_names.PARKED_VALUE}
+                node_selector={kube_names.LABEL_PARKED: kube_names.PARKED_VALUE},
+                containers=[_tke_container(managed)],
             )
         )
     )
@@ -59,9 +69,7 @@ def _handed_back_spec(managed: ManagedPlugin) -> k8s.apps.v1.DaemonSetSpecPatchA
         template=k8s.core.v1.PodTemplateSpecPatchArgs(
             spec=k8s.core.v1.PodSpecPatchArgs(
                 node_selector={kube_names.LABEL_DEVICE_ENABLE: kube_names.DEVICE_ENABLE_VALUE},
-                containers=[
-                    k8s.core.v1.ContainerPatchArgs(name=managed.container_name, args=list(managed.tke_args))
-                ],
+                containers=[_tke_container(managed)],
             )
         )
     )
@@ -118,13 +126,10 @@ class ManagedDevicePlugin(pulumi.ComponentResource):
             spec = _adopted_spec(args.adopted, managed.container_name, args.config_map_name)
         else:
             self.action = "park"
-            spec = _parked_spec()
-        # What deleting the patch would leave: park's own key goes, TKE's DaemonSet is as it was; adopt's and
-        # the hand-back's force-taken args would go too, so those two stay on the server when deleted.
-        retained = self.action in ("adopt", "handBack")
+            spec = _parked_spec(managed)
         self.patch = k8s.apps.v1.DaemonSetPatch(
-            # The hand-back is a resource of its own: the adopt patch is deleted in the same update, and
-            # retained, so its deletion changes nothing on the server.
+            # The hand-back is a resource of its own: the park or adopt patch is deleted in the same update,
+            # and retained, so its deletion changes nothing on the server.
             f"{name}-hand-back" if managed.hand_back else f"{name}-patch",
             k8s.apps.v1.DaemonSetPatchArgs(
                 metadata=k8s.meta.v1.ObjectMetaPatchArgs(
@@ -134,6 +139,7 @@ class ManagedDevicePlugin(pulumi.ComponentResource):
                 ),
                 spec=spec,
             ),
-            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=retained),
+            # Deleted, any of them would leave TKE's DaemonSet without a nodeSelector (module docstring).
+            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=True),
         )
         self.register_outputs({"action": self.action, "pool": args.adopted.key if args.adopted else None})

@@ -25,9 +25,10 @@ def stamp(delta: timedelta = timedelta(days=30)) -> str:
 
 
 def merge_patch(base: Any, patch: Any, key: str | None = None) -> Any:
-    """Server-side apply's merge for the fields the patch touches: maps merge, lists of named items
-    (containers, volumes) and volumeMounts merge by key, other lists (args) are replaced."""
-    if isinstance(base, dict) and isinstance(patch, dict):
+    """Server-side apply's merge for the fields the patch touches: maps merge but for a pod's nodeSelector
+    (an atomic map: replaced whole), lists of named items (containers, volumes) and volumeMounts merge by
+    key, other lists (args) are replaced (kube-apiserver does so: tests/test_engine_tke_plugin.py)."""
+    if isinstance(base, dict) and isinstance(patch, dict) and key != "nodeSelector":
         merged = dict(base)
         for k, v in patch.items():
             merged[k] = merge_patch(base.get(k), v, k) if k in base else copy.deepcopy(v)

@@ -168,9 +168,25 @@ def test_managed_plugin_parked_gets_a_selector_no_node_has() -> None:
             "pulumi.com/patchFieldManager": "gpushare-tke-device-plugin",
         },
     }
+    # TKE's args too (the seed's three): a move from adopt gives them back (tests/test_engine_tke_plugin.py).
     assert patch.inputs["spec"] == {
-        "template": {"spec": {"nodeSelector": {"gpushare.io/managed-plugin": "parked"}}}
+        "template": {
+            "spec": {
+                "nodeSelector": {"gpushare.io/managed-plugin": "parked"},
+                "containers": [
+                    {
+                        "name": "nvidia-device-plugin-ctr",
+                        "args": [
+                            "--mig-strategy=single",
+                            "--fail-on-init-error=false",
+                            "--pass-device-specs=true",
+                        ],
+                    }
+                ],
+            }
+        }
     }
+    assert patch.retain_on_delete is True
 
 
 def test_managed_plugin_adopted_reads_its_pool_key() -> None:

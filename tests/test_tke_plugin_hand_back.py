@@ -1,14 +1,15 @@
 """TKE's device plugin handed back: what the program registers so that leaving gpushare (or moving from
 park/adopt to optOut) leaves `kube-system/nvidia-device-plugin-daemonset` as TKE shipped it.
 
-Deleting a server-side-apply patch gives up the fields it owns: the park patch's own nodeSelector key goes
-and TKE's DaemonSet is as it was, but adopt's force-taken `args` (an atomic list TKE owned) would be left
-empty. So the adopt patch is retained on delete, every patch is applied under one field manager, and
-`managedPlugin: {action: optOut, handBack: true}` applies TKE's own values under that manager (retained
-too), which drops whatever adopt set beyond them. TKE's values are the seed's record
-of the cluster (`../shared/seed`: plugin v0.14.5 started with `--mig-strategy=single
---fail-on-init-error=false --pass-device-specs=true`, no `--config-file`; nodeSelector
-`nvidia-device-enable=enable`). The real-engine tests prove the end state on an API server."""
+Deleting a server-side-apply patch gives up the fields it owns, and a forced patch owns what it took from
+TKE whole: a pod's nodeSelector is an atomic map, a container's args an atomic list. Deleted, the park or
+adopt patch would leave TKE's DaemonSet with no nodeSelector (and, after adopt, no args): the real-engine
+tests (tests/test_engine_tke_plugin.py) show it on an API server. So every patch is retained on delete,
+applied under one field manager, and `managedPlugin: {action: optOut, handBack: true}` applies TKE's own
+values under that manager (retained too), which drops whatever park or adopt set beyond them. Park also
+sets TKE's args, so that adopt -> park gives them back. TKE's values are the seed's record of the cluster
+(`../shared/seed`: plugin v0.14.5 started with `--mig-strategy=single --fail-on-init-error=false
+--pass-device-specs=true`, no `--config-file`; nodeSelector `nvidia-device-enable=enable`)."""
 
 from __future__ import annotations
 
@@ -53,12 +54,17 @@ def test_the_adopt_patch_is_retained_on_delete_under_gpushares_field_manager() -
     }
 
 
-def test_the_park_patch_is_deleted_for_real_under_the_same_field_manager(tmp_path: Path) -> None:
-    """Parking adds one nodeSelector key and takes nothing from TKE: giving it up restores TKE's own."""
+def test_the_park_patch_is_retained_and_sets_tkes_args_under_the_same_field_manager(tmp_path: Path) -> None:
+    """Parking takes TKE's whole nodeSelector (an atomic map): deleted for real, it would leave none."""
     [patch] = _patches(run_document(_document("prod", {"action": "park"}), tmp_path))
-    assert patch.retain_on_delete is False
+    assert patch.retain_on_delete is True
     assert patch.inputs["spec"] == {
-        "template": {"spec": {"nodeSelector": {"gpushare.io/managed-plugin": "parked"}}}
+        "template": {
+            "spec": {
+                "nodeSelector": {"gpushare.io/managed-plugin": "parked"},
+                "containers": [{"name": "nvidia-device-plugin-ctr", "args": SEED_TKE_ARGS}],
+            }
+        }
     }
     assert patch.inputs["metadata"]["annotations"]["pulumi.com/patchFieldManager"] == FIELD_MANAGER
 

@@ -51,6 +51,8 @@ class ManagedPlugin(_Model):
     # With optOut: give TKE's DaemonSet back as TKE shipped it (the patch park or adopt left is re-applied
     # with TKE's own nodeSelector and `tkeArgs`, and retained), docs/tke-device-plugin.md.
     hand_back: bool = Field(default=False, alias="handBack")
+    # TKE's own args, which the hand-back and park set (a container's args list is atomic: whoever applies
+    # it owns all of it).
     tke_args: tuple[str, ...] = Field(default=kube_names.TKE_PLUGIN_ARGS, alias="tkeArgs")
 
     @field_validator("name")

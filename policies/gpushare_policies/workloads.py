@@ -458,8 +458,9 @@ TKE_DAEMON_SET: Final = DaemonSetPlugin(
 
 
 def apply_patch(base: DaemonSetPlugin, patch: DaemonSetPlugin) -> DaemonSetPlugin:
-    """`base` after server-side apply of `patch`: maps merge key by key (nodeSelector, annotations), a
-    container's `args` list is replaced, env/mounts/volumes merge by name or path."""
+    """`base` after server-side apply of `patch`: the nodeSelector (an atomic map) and a container's `args`
+    (an atomic list) are replaced whole, annotations merge key by key, env/mounts/volumes merge by name or
+    path (as kube-apiserver does it: tests/test_engine_tke_plugin.py)."""
     placement = base.placement
     if patch.patches_placement:
         if base.placement is None or patch.placement is None:
@@ -467,7 +468,7 @@ def apply_patch(base: DaemonSetPlugin, patch: DaemonSetPlugin) -> DaemonSetPlugi
         else:
             terms = patch.placement.required_terms
             placement = Placement(
-                {**base.placement.node_selector, **patch.placement.node_selector},
+                patch.placement.node_selector or base.placement.node_selector,
                 terms if terms is not None else base.placement.required_terms,
             )
     mounts = {m.path: m for m in base.mounts} | {m.path: m for m in patch.mounts}
