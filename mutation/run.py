@@ -31,7 +31,7 @@ import yaml
 
 from mutation import forked
 from mutation.sites import Site, find_sites, parses
-from mutation.test_map import UNTIMED, TestMap, build_test_map, module_name
+from mutation.test_map import ENGINE_MARK, UNTIMED, TestMap, build_test_map, module_name
 
 PROJECT = Path(__file__).resolve().parent.parent
 # The decision logic: the tool, the program's components and the policy pack.
@@ -167,7 +167,8 @@ def _pytest(
     env = {**os.environ, "PYTHONHASHSEED": "0"}
     if not bytecode:
         env["PYTHONDONTWRITEBYTECODE"] = "1"
-    options = ["-p", "no:cacheprovider", "-o", "addopts=", "-q", "-rf", *args]
+    # Not the engine tests: they need `make engine`'s tools, which the project's copy has not (test_map).
+    options = ["-p", "no:cacheprovider", "-o", "addopts=", "-m", f"not {ENGINE_MARK}", "-q", "-rf", *args]
     if fork:
         return forked.run_pytest(tree, options, timeout, env)
     command = [python, "-m", "pytest", *options]

@@ -161,13 +161,31 @@ class TestMap:
         return None
 
 
+ENGINE_MARK = "engine"
+
+
+def needs_the_engine(path: Path) -> bool:
+    """A test file marked `pytestmark = pytest.mark.engine` as a whole: it needs `make engine`'s tools
+    (the Pulumi CLI, kube-apiserver), which a copy of the project does not have; the runner leaves it out
+    of the map as `make test` does (`-m "not e2e and not engine"` there; e2e tests it keeps)."""
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if (
+            isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in node.targets)
+            and isinstance(node.value, ast.Attribute)
+            and node.value.attr == ENGINE_MARK
+        ):
+            return True
+    return False
+
+
 def build_test_map(project: Path) -> TestMap:
     files = _project_files(project)
     graph = {name: frozenset(_imports(name, path, files)) for name, path in files.items()}
     tests = {
         name: path.relative_to(project).as_posix()
         for name, path in files.items()
-        if path.parent.name == "tests" and path.name.startswith("test_")
+        if path.parent.name == "tests" and path.name.startswith("test_") and not needs_the_engine(path)
     }
     strings = {
         name: frozenset(

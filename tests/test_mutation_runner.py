@@ -157,3 +157,21 @@ def test_own_tests_first_then_direct_importers_then_by_distance_within_the_budge
     # A budget of 35 s: test_a (30) is always in; test_direct (10) would pass 35 and is skipped; test_far
     # (1) still fits.
     assert test_map.affected("gpushare.a", durations, budget=35) == ["tests/test_a.py", "tests/test_far.py"]
+
+
+def test_engine_test_files_are_left_out_of_the_map(tmp_path: Path) -> None:
+    """A copy of the project has no `.engine/bin`: files marked engine as a whole are not mapped (and the
+    runs pass `-m "not engine"`), while a file marking one test only, or marked e2e, stays."""
+    (tmp_path / "__main__.py").write_text("", encoding="utf-8")
+    (tmp_path / "gpushare").mkdir()
+    (tmp_path / "gpushare" / "a.py").write_text("X = 1\n", encoding="utf-8")
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    body = "from gpushare import a\n"
+    (tests / "test_engine_a.py").write_text(f"import pytest\n{body}pytestmark = pytest.mark.engine\n")
+    (tests / "test_e2e_a.py").write_text(f"import pytest\n{body}pytestmark = pytest.mark.e2e\n")
+    (tests / "test_a.py").write_text(
+        f"import pytest\n{body}\n@pytest.mark.engine\ndef test_one() -> None: ...\n", encoding="utf-8"
+    )
+    found = runner_map.build_test_map(tmp_path)
+    assert sorted(found.tests.values()) == ["tests/test_a.py", "tests/test_e2e_a.py"]
