@@ -20,6 +20,15 @@ TKE_DS = "nvidia-device-plugin-daemonset"
 TKE_ORIGINAL_ARGS = ["--mig-strategy=single", "--fail-on-init-error=false", "--pass-device-specs=true"]
 
 
+# A running pod's conditions in the order the kubelet writes them (Kubernetes 1.29+, as `kubectl get pod
+# -o yaml` shows them; PodReadyToStartContainers is beta and on by default from 1.29): Ready is one of
+# five, so a check must look for it, not read the first or require every one to be Ready.
+RUNNING_POD_CONDITIONS: tuple[Obj, ...] = tuple(
+    {"type": kind, "status": "True"}
+    for kind in ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled")
+)
+
+
 def stamp(delta: timedelta = timedelta(days=30)) -> str:
     return (NOW - delta).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -94,7 +103,7 @@ def plugin_pod(daemonset: Obj, node_name: str, suffix: str) -> Obj:
         "spec": {**copy.deepcopy(template["spec"]), "nodeName": node_name},
         "status": {
             "phase": "Running",
-            "conditions": [{"type": "Ready", "status": "True"}],
+            "conditions": [dict(c) for c in RUNNING_POD_CONDITIONS],
             "containerStatuses": [
                 {
                     "name": c["name"],

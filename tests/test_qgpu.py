@@ -491,3 +491,33 @@ def test_the_repos_other_stacks_have_no_qgpu_pool() -> None:
         stack = load_stack_file(PROJECT_DIR / f"Pulumi.{name}.yaml", name)
         assert all(p.qgpu is None for p in build_plan(stack).pools)
         assert copy.deepcopy(stack.sharing.qgpu).addon_version == "1.1.3"  # the default, never rendered
+
+
+# --------------------------------------------------------------------------------------------------------
+# Boundaries: one slice a card still fits; the registered data disks
+
+
+def test_one_slice_a_card_is_a_pool_that_fits() -> None:
+    # T4, 6500 MiB: 6500 / 0.9 = 7222.2 MiB -> 8 GiB; floor(14 / 8) = 1 slice, the card's whole core.
+    sizing = qgpu.size(catalog.gpu("T4"), 6500)
+    assert (sizing.slots_per_gpu, sizing.core_percent, sizing.fits) == (1, 100, True)
+    values = _values({"gpu": "T4", "instanceType": "GN7.2XLARGE32"}, None)
+    values["gpushare:pools"][0]["sharing"]["measuredMiB"] = 6500
+    (plan,) = build_plan(from_config_values(values, stack="t", source=F)).pools
+    assert plan.slots_per_gpu == 1
+    # A stated 7 GiB card: floor(7 / 8) = 0 slices, which does not fit.
+    assert qgpu.size(catalog.gpu("T4"), 6500, allocatable_gib=7).fits is False
+
+
+def test_the_native_pool_formats_and_mounts_its_data_disks(registered: list[Any]) -> None:
+    (pool,) = [r for r in registered if r.type == NATIVE_NODE_POOL]
+    # Pulumi.qgpu.yaml: dataDisks [{CLOUD_BSSD, 200, ext4, /var/lib/containerd}], systemDisk CLOUD_BSSD 100.
+    assert pool.inputs["native"]["dataDisks"] == [
+        {
+            "autoFormatAndMount": True,
+            "diskType": "CLOUD_BSSD",
+            "diskSize": 200,
+            "fileSystem": "ext4",
+            "mountTarget": "/var/lib/containerd",
+        }
+    ]

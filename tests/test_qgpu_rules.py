@@ -15,7 +15,7 @@ from datetime import date
 from typing import Any
 
 import pytest
-from test_policies import Program, Res, _isolated_environment, messages_of, program, use_stack
+from test_policies import UNKNOWN, Program, Res, _isolated_environment, messages_of, program, use_stack
 
 from gpushare import kube_names, qgpu
 
@@ -330,4 +330,102 @@ def test_a_misspelt_age_key_is_named(stack: Program, fixed_today: Callable[[date
     assert messages_of(FRESH, stack.resources, {"maxMeasurementAgeDay": 30}) == [
         "policy config: unknown property 'maxMeasurementAgeDay'; this policy takes maxMeasurementAgeDays (a "
         "misspelt key would leave the default in force). Fix the --policy-pack-config file."
+    ]
+
+
+# --------------------------------------------------------------------------------------------------------
+# qgpu-request-shape: which containers and which pools
+
+
+def test_a_container_asking_for_core_alone_is_judged(stack: Program) -> None:
+    core_only = {qgpu.RESOURCE_CORE: "12"}
+    assert verdicts([*stack.resources, _deployment(core_only, core_only)]) == {
+        "qgpu-request-shape": [
+            "Deployment vllm container server: tke.cloud.tencent.com/qgpu-core: 12 is not a multiple of 5 from 5 "
+            "(percent of a card)."
+        ]
+    }
+
+
+def test_a_workload_placed_nowhere_in_particular_is_held_to_every_qgpu_slice(stack: Program) -> None:
+    """Without a nodeSelector it may land on any pool: the L20 slice (6 GiB) is the one it must fit."""
+    unplaced = _deployment({**SLICE, qgpu.RESOURCE_MEMORY: "7"}, {**SLICE, qgpu.RESOURCE_MEMORY: "7"})
+    del unplaced.props["spec"]["template"]["spec"]["nodeSelector"]
+    assert verdicts([*stack.resources, unplaced]) == {
+        "qgpu-request-shape": [
+            "Deployment vllm container server: tke.cloud.tencent.com/qgpu-memory: 7 GiB is more than the pool's "
+            "slice of 6 GiB (7 slices of 44 GiB)."
+        ]
+    }
+
+
+def test_a_workload_selecting_no_qgpu_pool_is_still_held_to_the_qgpu_slices(stack: Program) -> None:
+    """Placed on the T4 pool, which TKE's qGPU does not serve: the request can only ever be met by a qGPU
+    pool, so it is judged against them all rather than waved through."""
+    t4 = _deployment(
+        {**SLICE, qgpu.RESOURCE_MEMORY: "7"},
+        {**SLICE, qgpu.RESOURCE_MEMORY: "7"},
+        {kube_names.LABEL_POOL: "t4"},
+    )
+    assert verdicts([*stack.resources, t4])["qgpu-request-shape"] == [
+        "Deployment vllm container server: tke.cloud.tencent.com/qgpu-memory: 7 GiB is more than the pool's "
+        "slice of 6 GiB (7 slices of 44 GiB)."
+    ]
+
+
+def test_a_workload_whose_placement_is_unknown_at_preview_is_held_to_every_qgpu_slice(stack: Program) -> None:
+    """A nodeSelector value computed by another resource is unknown at preview: where the pod lands is
+    unknown, so every qGPU slice is the bound."""
+    unknown = _deployment(
+        {**SLICE, qgpu.RESOURCE_MEMORY: "7"},
+        {**SLICE, qgpu.RESOURCE_MEMORY: "7"},
+        {kube_names.LABEL_POOL: UNKNOWN},
+    )
+    assert verdicts([*stack.resources, unknown]) == {
+        "qgpu-request-shape": [
+            "Deployment vllm container server: tke.cloud.tencent.com/qgpu-memory: 7 GiB is more than the pool's "
+            "slice of 6 GiB (7 slices of 44 GiB)."
+        ]
+    }
+
+
+# --------------------------------------------------------------------------------------------------------
+# qgpu-addon-present: values that are not a plain JSON string
+
+
+def test_values_that_are_no_string_are_left_to_the_provider(stack: Program) -> None:
+    """A map where the SDK takes a string (a TypeScript program could pass one): the provider's Check
+    refuses it, so the policy neither judges nor fails on it."""
+
+    def as_map(res: Res) -> None:
+        res.props["rawValues"] = {"config": {"priority": "binpack"}}
+
+    assert verdicts(_changed(stack, ADDON, as_map)) == {}
+
+
+def test_base64_with_a_line_break_is_not_json(stack: Program) -> None:
+    """`base64 | fold` output: not the plain JSON the provider encodes, and not strict base64 either."""
+
+    def folded(res: Res) -> None:
+        encoded = base64.b64encode(res.props["rawValues"].encode()).decode()
+        res.props["rawValues"] = encoded[:16] + "\n" + encoded[16:]
+
+    assert verdicts(_changed(stack, ADDON, folded)) == {
+        "qgpu-addon-present": ["TKE add-on qgpu (gpushare-qgpu-addon) rawValues is not JSON."]
+    }
+
+
+def test_a_foreign_qgpu_pool_first_does_not_hide_the_stale_one(
+    stack: Program, fixed_today: Callable[[date], None]
+) -> None:
+    """A qGPU-labelled native pool the stack config does not name (another team's) comes first: gpushare's
+    own pool is still aged."""
+    fixed_today(date(2025, 11, 29))
+    foreign = copy.deepcopy(stack.get(NATIVE_POOL))
+    foreign.name = "team-b-qgpu-pool"
+    foreign.props["name"] = "team-b-qgpu"
+    _set_labels(foreign, {qgpu.LABEL_DEVICE_ENABLE: "enable"})
+    assert messages_of(FRESH, [foreign, *stack.resources]) == [
+        f"qGPU pool l20-qgpu (sharing.measuredMiB 4621): measured 2025-06-01, 181 days ago, older than 180 days. "
+        f"{RE_MEASURE}"
     ]

@@ -11,6 +11,7 @@ fake_cluster/qgpu_scenarios.py: the qgpu-manager DaemonSet, its pod and the L20 
 from __future__ import annotations
 
 import copy
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,11 @@ from gpushare.cli.verify import report_table
 from gpushare.offline.manifests import extract_helm_releases, extract_manifests
 from gpushare.offline.render import run_stack
 from gpushare.resource_types import NATIVE_NODE_POOL, NODE_POOL
-from gpushare.verify.report import NodeRow, PoolRow, VerifyReport
+from gpushare.stack.loading import from_config_values
+from gpushare.stack.model import StackConfig
+from gpushare.verify.expectations import ObjectRef, expected_cluster
+from gpushare.verify.qgpu_checks import qgpu_findings
+from gpushare.verify.report import ClusterSnapshot, NodeRow, PoolRow, VerifyReport
 
 __all__ = ["kubeconfig", "server"]  # fixtures used by name below
 
@@ -202,3 +207,74 @@ def test_the_table_shows_the_qgpu_version_beside_the_node() -> None:
     assert "l20-qgpu  n1 (qgpu 3.0.5)  tke.cloud.tencent.com/qgpu-memory (GiB)  44       44" in report_table(
         report, "https://fake"
     )
+
+
+# --------------------------------------------------------------------------------------------------------
+# A node with two cards (the checks alone, over a snapshot built here)
+
+
+def _two_card_stack() -> StackConfig:
+    """One qGPU pool of L20 nodes with 2 cards each (an instance type the catalog lacks, so gpusPerNode)."""
+    return from_config_values(
+        {
+            "gpushare:cluster": {
+                "id": "cls-q0002",
+                "vpcId": "vpc-q0002",
+                "subnetIds": ["subnet-q0002"],
+                "kubernetesVersion": "1.30",
+            },
+            "gpushare:sharing": {"devicePlugin": {"mode": "helm"}},
+            "gpushare:pools": [
+                {
+                    "name": "l20-qgpu",
+                    "gpu": "L20",
+                    "instanceType": "PNV5b.16XLARGE192",
+                    "gpusPerNode": 2,
+                    "nodes": {"min": 1, "max": 1, "desired": 1},
+                    "native": {
+                        "securityGroupIds": ["sg-q0002"],
+                        "systemDisk": {"diskType": "CLOUD_BSSD", "diskSize": 100},
+                    },
+                    "sharing": {"mode": "qgpu", "schedulePolicy": "fixed-share", "measuredMiB": 4621},
+                }
+            ],
+        },
+        stack="two-cards",
+        source="Pulumi.two-cards.yaml",
+    )
+
+
+def _two_card_findings(core: int, memory_gib: int) -> list[tuple[str, str, str]]:
+    stack = _two_card_stack()
+    expected = expected_cluster(stack)
+    manager = qgpu_scenarios.manager_daemonset()
+    labels = {"gpushare.io/pool": "l20-qgpu", "qgpu-device-enable": "enable"}
+    node_object = qgpu_scenarios.qgpu_node(labels, memory_gib, cards=2)
+    for field in ("capacity", "allocatable"):
+        node_object["status"][field][qgpu_scenarios.CORE] = str(core)
+    ref = ObjectRef("DaemonSet", qgpu_scenarios.MANAGER_NAMESPACE, qgpu_scenarios.MANAGER)
+    snapshot = ClusterSnapshot(
+        now=datetime.now(UTC),
+        nodes=(node_object,),
+        objects={ref: manager},
+        daemonset_pods={ref: (plugin_pod(manager, L20_QGPU, qgpu_scenarios.MANAGER_POD_SUFFIX),)},
+    )
+    found = qgpu_findings(expected, snapshot, {"l20-qgpu": [node_object]})
+    return [(f.check, f.severity, f.message) for f in found]
+
+
+def test_a_two_card_node_advertises_both_cards_core_and_memory() -> None:
+    # 2 cards: 2 x 100 core, 2 x 44 GiB (the L20 figure) = 88 GiB.
+    assert _two_card_findings(200, 44) == []
+
+
+def test_a_two_card_node_with_one_card_unsliced_is_a_warning() -> None:
+    # 100 core where 2 x 100 are expected; memory still 88 GiB.
+    assert _two_card_findings(100, 44) == [
+        (
+            "qgpu-allocatable",
+            "warning",
+            "pool l20-qgpu: allocatable tke.cloud.tencent.com/qgpu-core is 100, 100 x 2 card(s) expected: some of "
+            "its cards are not sliced by qGPU",
+        )
+    ]
