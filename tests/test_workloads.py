@@ -13,7 +13,8 @@ import copy
 from typing import Any
 
 import pytest
-from conftest import HELM_MIG
+import yaml
+from conftest import HELM_MIG, PROJECT_DIR
 from test_policies import (
     Program,
     Res,
@@ -28,6 +29,7 @@ from test_policies import (
 from gpushare import kube_names
 from gpushare_policies import rules
 from gpushare_policies.config_files import RESTRUCTURED_IN
+from gpushare_policies.workloads import TKE_DAEMON_SET
 
 __all__ = ["_isolated_environment", "prod", "staging"]  # fixtures used by name below
 
@@ -304,3 +306,27 @@ def test_compat_with_cpu_manager_passes_device_specs_over_the_file(
         _compat_with_cpu_manager(staging, file_says),
     )
     assert found == expected
+
+
+def test_the_packs_model_of_tkes_daemonset_is_the_recorded_one() -> None:
+    """TKE's DaemonSet as the pack assumes it when no patch touches it equals the fixture built from the
+    seed's record (args in TKE's order, the one env, the image, the switch nodeSelector), which the engine
+    tests create on a real API server."""
+    fixture = PROJECT_DIR / "tests" / "fixtures" / "tke_device_plugin" / "nvidia-device-plugin-daemonset.yaml"
+    recorded = yaml.safe_load(fixture.read_text(encoding="utf-8"))
+    pod = recorded["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    model = TKE_DAEMON_SET
+    assert (
+        model.argv
+        == tuple(container["args"])
+        == (
+            "--mig-strategy=single",
+            "--fail-on-init-error=false",
+            "--pass-device-specs=true",
+        )
+    )
+    assert model.env == {e["name"]: e["value"] for e in container["env"]}
+    assert model.image == container["image"]
+    assert model.placement is not None and dict(model.placement.node_selector) == pod["nodeSelector"]
+    assert (model.namespace, model.name) == (recorded["metadata"]["namespace"], recorded["metadata"]["name"])

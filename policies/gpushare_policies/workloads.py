@@ -439,8 +439,10 @@ def daemon_set_plugin(res: Resource) -> DaemonSetPlugin | None:
     )
 
 
-# TKE's DaemonSet as the cluster has it (it follows NVIDIA's static v0.14.5 manifest): no arguments,
-# FAIL_ON_INIT_ERROR=false, and a nodeSelector on TKE's switch label, which every GPU node carries.
+# TKE's DaemonSet as the seed records it (tests/fixtures/tke_device_plugin/ holds the whole object): its own
+# args (kube_names.TKE_PLUGIN_ARGS: mig-strategy single, fail-on-init-error false, pass-device-specs true;
+# no --config-file), NVIDIA_DRIVER_CAPABILITIES its one env, and a nodeSelector on TKE's switch label,
+# which every GPU node carries.
 TKE_DAEMON_SET: Final = DaemonSetPlugin(
     resource=None,
     kind="TKE DaemonSet",
@@ -448,8 +450,8 @@ TKE_DAEMON_SET: Final = DaemonSetPlugin(
     name=kube_names.MANAGED_PLUGIN_NAME,
     placement=Placement({kube_names.LABEL_DEVICE_ENABLE: kube_names.DEVICE_ENABLE_VALUE}),
     image=TKE_PLUGIN_IMAGE,
-    argv=(),
-    env={"FAIL_ON_INIT_ERROR": "false"},
+    argv=kube_names.TKE_PLUGIN_ARGS,
+    env={"NVIDIA_DRIVER_CAPABILITIES": "utility,compute"},
     mounts=(),
     volumes={},
     pod_annotations={},
