@@ -521,3 +521,55 @@ def test_the_native_pool_formats_and_mounts_its_data_disks(registered: list[Any]
             "mountTarget": "/var/lib/containerd",
         }
     ]
+
+
+# The native pool's bounds (gpushare/stack/native_pool.py; INFERRED from Tencent CBS's ranges, docs/qgpu.md):
+# a data disk 10 to 32000 GiB, a system disk 20 to 2048 GiB, each end accepted and one past it refused.
+@pytest.mark.parametrize(
+    ("edit", "problem"),
+    [
+        (lambda n: n.update(dataDisks=[{"diskType": "CLOUD_BSSD", "diskSize": 10}]), None),
+        (lambda n: n.update(dataDisks=[{"diskType": "CLOUD_BSSD", "diskSize": 32000}]), None),
+        (
+            lambda n: n.update(dataDisks=[{"diskType": "CLOUD_BSSD", "diskSize": 9}]),
+            "native.dataDisks[0].diskSize: must be >= 10",
+        ),
+        (
+            lambda n: n.update(dataDisks=[{"diskType": "CLOUD_BSSD", "diskSize": 32001}]),
+            "native.dataDisks[0].diskSize: must be <= 32000",
+        ),
+        (lambda n: n["systemDisk"].update(diskSize=20), None),
+        (lambda n: n["systemDisk"].update(diskSize=2048), None),
+        (
+            lambda n: n["systemDisk"].update(diskSize=19),
+            "native.systemDisk.diskSize: must be >= 20",
+        ),
+        (
+            lambda n: n["systemDisk"].update(diskSize=2049),
+            "native.systemDisk.diskSize: must be <= 2048",
+        ),
+        (lambda n: n.update(keyIds=["skey-3glfot13"]), None),
+        (
+            lambda n: n.update(keyIds=["skey-3glfot13", "key-1"]),
+            "native.keyIds: 'key-1' is not an SSH key id (skey-...)",
+        ),
+    ],
+    ids=[
+        "data-10",
+        "data-32000",
+        "data-9",
+        "data-32001",
+        "system-20",
+        "system-2048",
+        "system-19",
+        "system-2049",
+        "key-id",
+        "key-id-bad",
+    ],
+)
+def test_the_native_bounds(edit: Any, problem: str | None) -> None:
+    values = _with(lambda p: edit(p["native"]))
+    if problem is None:
+        assert from_config_values(values, stack="t", source=F).pools[0].native is not None
+    else:
+        assert _problems(values) == [f"{F}: gpushare:pools[0].{problem}"]

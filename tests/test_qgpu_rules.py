@@ -429,3 +429,29 @@ def test_a_foreign_qgpu_pool_first_does_not_hide_the_stale_one(
         f"qGPU pool l20-qgpu (sharing.measuredMiB 4621): measured 2025-06-01, 181 days ago, older than 180 days. "
         f"{RE_MEASURE}"
     ]
+
+
+def test_a_pool_whose_labels_are_unknown_does_not_hide_the_next_ones_plugin_switch(stack: Program) -> None:
+    """At preview a pool's labels may be computed elsewhere (unknown): nothing says it is a qGPU pool, so it
+    is not judged, and another team's qGPU pool after it, which leaves TKE's switch on, still is."""
+    unknown = copy.deepcopy(stack.get(NATIVE_POOL))
+    unknown.props["labels"] = UNKNOWN
+    foreign = copy.deepcopy(stack.get(NATIVE_POOL))
+    foreign.name = "team-b-qgpu-pool"
+    foreign.props["name"] = "team-b-qgpu"
+    _set_labels(foreign, {qgpu.LABEL_DEVICE_ENABLE: "enable"})
+    rest = [r for r in stack.resources if r.name != NATIVE_POOL]
+    keep_off = (
+        "would run an NVIDIA device plugin on its nodes, advertising the cards qGPU slices as nvidia.com/gpu "
+        "too (allocated twice). Keep it off: nvidia-device-enable=disable for TKE's, a nodeSelector that "
+        "excludes the pool for others, nvidia.com/gpu.deploy.operands=false for the GPU Operator's."
+    )
+    assert messages_of("qgpu-no-nvidia-plugin", [unknown, foreign, *rest]) == [
+        "qGPU node pool team-b-qgpu must be labelled nvidia-device-enable=disable and has no such label (TKE "
+        "labels GPU nodes `enable`): TKE's NVIDIA plugin would advertise the cards qGPU slices as nvidia.com/gpu "
+        "too, and they would be allocated twice.",
+        "qGPU node pool team-b-qgpu: TKE DaemonSet kube-system/nvidia-device-plugin-daemonset (nodeSelector "
+        f"nvidia-device-enable=enable) {keep_off}",
+        "qGPU node pool team-b-qgpu: Helm release gpu-operator/gpu-operator (chart gpu-operator v26.7.0) "
+        f"(nodeSelector any node + required node affinity) {keep_off}",
+    ]

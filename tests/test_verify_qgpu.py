@@ -278,3 +278,17 @@ def test_a_two_card_node_with_one_card_unsliced_is_a_warning() -> None:
             "its cards are not sliced by qGPU",
         )
     ]
+
+
+def test_nvidia_gpu_in_capacity_alone_is_still_a_stray_plugin(
+    server: FakeApiServer, kubeconfig: Path, qgpu_cluster: list[Obj]
+) -> None:
+    """A plugin that registered and then failed leaves capacity 1 and allocatable 0 (the kubelet keeps the
+    capacity of a resource whose plugin went away): the larger of the two is what was advertised."""
+    objects = qgpu_scenarios.stray_nvidia_gpu(qgpu_cluster, 1)
+    l20 = next(o for o in objects if o["metadata"]["name"] == L20_QGPU)
+    l20["status"]["allocatable"]["nvidia.com/gpu"] = "0"
+    code, report = run(server, kubeconfig, objects)
+    assert (code, checks(report)) == (1, ["qgpu-no-nvidia-gpu"])
+    ((_, _, message),) = messages(report, "qgpu-no-nvidia-gpu")
+    assert message.startswith("pool l20-qgpu: advertises nvidia.com/gpu (1) beside qGPU")

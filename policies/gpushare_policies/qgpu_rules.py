@@ -132,8 +132,7 @@ def _check_no_nvidia_plugin(args: StackValidationArgs, report_violation: ReportV
     report = report_once(report_violation)
     for pool in _pools(view):
         labels = pool.view.labels
-        if labels is None:
-            continue  # unknown at preview
+        assert labels is not None  # qgpu_pools yields only pools whose labels it could read
         config = labels.get(kube_names.LABEL_PLUGIN_CONFIG)
         if config is not None:
             report(
