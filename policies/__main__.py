@@ -14,6 +14,6 @@ from gpushare_policies.engine_config import take_stack_config_from_configure_sta
 from gpushare_policies.rules import POLICIES
 from gpushare_policies.settings import pack_enforcement_level
 
-level = pack_enforcement_level(os.environ)
+# Only wraps ConfigureStack: the level below still reads the environment the CLI started the pack with.
 take_stack_config_from_configure_stack()
-PolicyPack(name="gpushare", policies=list(POLICIES), enforcement_level=level)
+PolicyPack(name="gpushare", policies=list(POLICIES), enforcement_level=pack_enforcement_level(os.environ))
