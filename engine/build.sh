@@ -12,7 +12,7 @@ BIN="$PWD/.engine/bin"
 mkdir -p "$BIN"
 TIMES="$PWD/.engine/build-times.txt"
 # ENGINE_TOOLS="etcd kube-apiserver" builds only those (default: all, in the order below).
-TOOLS=" ${ENGINE_TOOLS:-pulumi pulumi-resource-kubernetes etcd kube-apiserver} "
+TOOLS=" ${ENGINE_TOOLS:-pulumi pulumi-language-python pulumi-resource-tencentcloud pulumi-resource-kubernetes etcd kube-apiserver} "
 wanted() { [[ "$TOOLS" == *" $1 "* ]]; }
 
 up_to_date() { # tool version
@@ -41,6 +41,19 @@ if wanted pulumi && ! up_to_date pulumi "$PULUMI_VERSION"; then
 fi
 build pulumi "$PULUMI_VERSION" pulumi github.com/pulumi/pulumi/pkg/v3/cmd/pulumi \
     "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$PULUMI_VERSION"
+# STAND-IN for pulumi-language-python (the proxy refuses sdk/python/cmd/pulumi-language-python/v3:
+# engine/README.md): the project's own host, with the Python SDK's exec script from sdk/v3's module zip
+# beside it, where the host looks for it. The stamp names both the release and the host's source.
+host_stamp="$PULUMI_VERSION+$(cat engine/python-language-host/main.go engine/python-language-host/go.mod | sha256sum | cut -c1-12)"
+build pulumi-language-python "$host_stamp" python-language-host . "-X main.version=$PULUMI_VERSION"
+if wanted pulumi-language-python; then
+    sdk_dir=$(go list -C engine/python-language-host -m -f '{{.Dir}}' github.com/pulumi/pulumi/sdk/v3)
+    install -m 0755 "$sdk_dir/python/cmd/pulumi-language-python-exec" "$BIN/pulumi-language-python-exec"
+fi
+# STAND-IN for pulumi-resource-tencentcloud, the one cloud provider (the proxy refuses
+# github.com/tencentcloudstack/pulumi-tencentcloud/provider@v0.2.3): echoes inputs, invents ids.
+standin_stamp="$TENCENTCLOUD_PLUGIN_VERSION+$(cat engine/tencentcloud-provider/main.go engine/tencentcloud-provider/go.mod | sha256sum | cut -c1-12)"
+build pulumi-resource-tencentcloud "$standin_stamp" tencentcloud-provider . "-X main.version=$TENCENTCLOUD_PLUGIN_VERSION"
 # The provider's own main embeds schema-embed.json, which its release build generates (the module zip lacks
 # it): engine/kubernetes-provider/main.go serves the provider, embedding what this writes as the
 # module's generate.go would (schema.json with the version set, both files compacted).

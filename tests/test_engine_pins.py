@@ -39,6 +39,8 @@ def replaced_to(module_dir: str) -> dict[str, str]:
             "github.com/pulumi/pulumi-kubernetes/provider/v4",
             "KUBERNETES_PROVIDER_MODULE_VERSION",
         ),
+        ("python-language-host", "github.com/pulumi/pulumi/sdk/v3", "PULUMI_VERSION"),
+        ("tencentcloud-provider", "github.com/pulumi/pulumi/sdk/v3", "PULUMI_VERSION"),
         ("kube-apiserver", "k8s.io/kubernetes", "KUBERNETES_VERSION"),
         ("etcd", "go.etcd.io/etcd/server/v3", "ETCD_VERSION"),
         ("etcd", "go.etcd.io/etcd/api/v3", "ETCD_VERSION"),
@@ -56,3 +58,9 @@ def test_every_kubernetes_staging_module_is_replaced_by_the_pinned_release() -> 
     assert set(replaced.values()) == {pins()["KUBERNETES_STAGING_VERSION"]}
     # v1.37.2 pairs with v0.37.2: the same minor.
     assert pins()["KUBERNETES_VERSION"].split(".")[1] == pins()["KUBERNETES_STAGING_VERSION"].split(".")[1]
+
+
+def test_the_tencentcloud_stand_in_is_registered_under_the_sdks_version() -> None:
+    # The program's SDK asks the engine for this plugin version (pyproject.toml's pin).
+    version = pins()["TENCENTCLOUD_PLUGIN_VERSION"]
+    assert f'"tencentcloud-iac-pulumi=={version}"' in (PROJECT_DIR / "pyproject.toml").read_text()
