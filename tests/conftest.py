@@ -120,9 +120,23 @@ def stack_document() -> Callable[[str], dict[str, Any]]:
     return load
 
 
+# The least Pulumi.yaml a command accepts as a project (`pulumi` needs name and runtime): every command
+# that takes --dir refuses a directory without one (exit 2), so a test's stack directory holds one.
+MINIMAL_PROJECT_FILE = "name: gpushare\nruntime: python\n"
+
+
+def write_project_file(directory: Path) -> Path:
+    """A minimal Pulumi.yaml in `directory` (kept when one is there), so it is a project for --dir."""
+    path = directory / "Pulumi.yaml"
+    if not path.exists():
+        path.write_text(MINIMAL_PROJECT_FILE)
+    return path
+
+
 @pytest.fixture
 def write_stack(tmp_path: Path) -> Callable[[dict[str, Any], str], Path]:
     def write(document: dict[str, Any], stack: str = "test") -> Path:
+        write_project_file(tmp_path)
         path = tmp_path / f"Pulumi.{stack}.yaml"
         path.write_text(yaml.safe_dump(document, sort_keys=False))
         return path
