@@ -65,9 +65,7 @@ def test_another_program_is_refused_in_one_line(
 def project_commands() -> list[str]:
     """Every subcommand with a --dir (the ones that work on a Pulumi project), read from the parser, so a
     new command is held to the same refusal without editing this list."""
-    commands = next(
-        a for a in cli_main.build_parser()._actions if isinstance(a, argparse._SubParsersAction)
-    )
+    commands = next(a for a in cli_main.build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     return sorted(
         name for name, sub in commands.choices.items() if any(a.dest == "dir" for a in sub._actions)
     )
