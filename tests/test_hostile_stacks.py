@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 import yaml
-
 from conftest import write_project_file
+
 from gpushare.cli.main import main
 from gpushare.stack import fields as stack_fields
 from gpushare.stack import loading as stack_loading
