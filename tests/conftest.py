@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
 import signal
@@ -183,20 +184,39 @@ def shared_file(relative: str) -> Path:
 
 
 HANG_GUARD_SECONDS = 120
+# For files of pure computation whose tests each take milliseconds (the YAML bounds' scans): a loop that
+# stops advancing fails in seconds, well inside the mutation runner's per-mutant timeout (60 s at least),
+# so a hanging mutant is reported as the test that hung, not as a timeout.
+QUICK_HANG_GUARD_SECONDS = 10
+
+
+@contextlib.contextmanager
+def fail_after(seconds: int) -> Iterator[None]:
+    """Raise AssertionError in the main thread if the block is still running after `seconds` (SIGALRM:
+    it interrupts a pure-Python loop between bytecodes)."""
+
+    def fail(signum: int, frame: object) -> None:
+        raise AssertionError(f"still running after {seconds} s: a hang")
+
+    previous = signal.signal(signal.SIGALRM, fail)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 @pytest.fixture
 def hang_guard() -> Iterator[None]:
     """A test that stops making progress fails after HANG_GUARD_SECONDS instead of holding the suite (a
     guard against hangs, not a timing assertion)."""
-
-    def fail(signum: int, frame: object) -> None:
-        raise AssertionError(f"still running after {HANG_GUARD_SECONDS} s: a hang")
-
-    previous = signal.signal(signal.SIGALRM, fail)
-    signal.alarm(HANG_GUARD_SECONDS)
-    try:
+    with fail_after(HANG_GUARD_SECONDS):
         yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.fixture
+def quick_hang_guard() -> Iterator[None]:
+    """hang_guard with QUICK_HANG_GUARD_SECONDS, for tests of millisecond computations."""
+    with fail_after(QUICK_HANG_GUARD_SECONDS):
+        yield
