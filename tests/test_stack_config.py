@@ -408,3 +408,17 @@ def test_protect_pools_is_off_unless_the_stack_turns_it_on(
     assert "gpushare:protectPools" not in staging["config"]
     assert load_stack_file(write_stack(staging, "staging")).protect_pools is False
     assert load_stack_file(write_stack(stack_document("prod"), "prod")).protect_pools is True
+
+
+def test_a_pool_is_found_by_its_own_name_and_an_unknown_name_is_a_key_error(
+    stack_document: Callable[[str], dict[str, Any]], write_stack: Callable[[dict[str, Any], str], Path]
+) -> None:
+    # prod's pools, in file order: l20 (L20), then t4 (T4).
+    prod = load_stack_file(write_stack(stack_document("prod"), "prod"))
+    assert [(prod.pool(name).name, prod.pool(name).gpu) for name in ("t4", "l20")] == [
+        ("t4", "T4"),
+        ("l20", "L20"),
+    ]
+    with pytest.raises(KeyError) as caught:
+        prod.pool("h20")
+    assert caught.value.args == ("h20",)
