@@ -16,19 +16,33 @@ class NoProjectError(GpushareError):
     """No `--dir` and no Pulumi project in the working directory or above it."""
 
 
+def _holds_project(directory: Path) -> bool:
+    try:
+        return any((directory / name).is_file() for name in PROJECT_FILES)
+    except OSError:  # a name too long, a directory not searchable: no project to be read there either
+        return False
+
+
 def find_project(start: Path) -> Path | None:
     """The nearest of `start` and its parents that holds a Pulumi project file, or None."""
     start = start.resolve()
     for directory in (start, *start.parents):
-        if any((directory / name).is_file() for name in PROJECT_FILES):
+        if _holds_project(directory):
             return directory
     return None
 
 
 def project_dir(given: str | None, cwd: Path | None = None) -> Path:
-    """`given` (the `--dir` option) as it is, else the project found from `cwd` (default: the working
-    directory); raises NoProjectError, one line, when there is none."""
+    """`given` (the `--dir` option) when it holds a project file, else the project found from `cwd`
+    (default: the working directory); raises NoProjectError, one line, when there is none. Every command
+    that works on a project comes through here, so a directory without Pulumi.yaml is the same refusal
+    (exit 2) for all of them, before any of them reads a stack file or a cluster."""
     if given is not None:
+        if not _holds_project(Path(given)):
+            raise NoProjectError(
+                f"{given}: no Pulumi.yaml (the Pulumi project file) in the --dir directory; give --dir the "
+                "project's directory, or start a project there with python -m gpushare init"
+            )
         return Path(given)
     try:
         here = Path.cwd() if cwd is None else cwd

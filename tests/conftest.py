@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
 import signal
@@ -120,9 +121,23 @@ def stack_document() -> Callable[[str], dict[str, Any]]:
     return load
 
 
+# The least Pulumi.yaml a command accepts as a project (`pulumi` needs name and runtime): every command
+# that takes --dir refuses a directory without one (exit 2), so a test's stack directory holds one.
+MINIMAL_PROJECT_FILE = "name: gpushare\nruntime: python\n"
+
+
+def write_project_file(directory: Path) -> Path:
+    """A minimal Pulumi.yaml in `directory` (kept when one is there), so it is a project for --dir."""
+    path = directory / "Pulumi.yaml"
+    if not path.exists():
+        path.write_text(MINIMAL_PROJECT_FILE)
+    return path
+
+
 @pytest.fixture
 def write_stack(tmp_path: Path) -> Callable[[dict[str, Any], str], Path]:
     def write(document: dict[str, Any], stack: str = "test") -> Path:
+        write_project_file(tmp_path)
         path = tmp_path / f"Pulumi.{stack}.yaml"
         path.write_text(yaml.safe_dump(document, sort_keys=False))
         return path
@@ -169,20 +184,39 @@ def shared_file(relative: str) -> Path:
 
 
 HANG_GUARD_SECONDS = 120
+# For files of pure computation whose tests each take milliseconds (the YAML bounds' scans): a loop that
+# stops advancing fails in seconds, well inside the mutation runner's per-mutant timeout (60 s at least),
+# so a hanging mutant is reported as the test that hung, not as a timeout.
+QUICK_HANG_GUARD_SECONDS = 10
+
+
+@contextlib.contextmanager
+def fail_after(seconds: int) -> Iterator[None]:
+    """Raise AssertionError in the main thread if the block is still running after `seconds` (SIGALRM:
+    it interrupts a pure-Python loop between bytecodes)."""
+
+    def fail(signum: int, frame: object) -> None:
+        raise AssertionError(f"still running after {seconds} s: a hang")
+
+    previous = signal.signal(signal.SIGALRM, fail)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 @pytest.fixture
 def hang_guard() -> Iterator[None]:
     """A test that stops making progress fails after HANG_GUARD_SECONDS instead of holding the suite (a
     guard against hangs, not a timing assertion)."""
-
-    def fail(signum: int, frame: object) -> None:
-        raise AssertionError(f"still running after {HANG_GUARD_SECONDS} s: a hang")
-
-    previous = signal.signal(signal.SIGALRM, fail)
-    signal.alarm(HANG_GUARD_SECONDS)
-    try:
+    with fail_after(HANG_GUARD_SECONDS):
         yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.fixture
+def quick_hang_guard() -> Iterator[None]:
+    """hang_guard with QUICK_HANG_GUARD_SECONDS, for tests of millisecond computations."""
+    with fail_after(QUICK_HANG_GUARD_SECONDS):
+        yield

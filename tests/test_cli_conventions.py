@@ -108,8 +108,8 @@ MISSING = "/nonexistent/gpushare-missing.yaml"
         (["advise", "--fleet", MISSING], f"{MISSING}: no such file"),
         (
             ["plan", "--stack", "prod", "--dir", "/nonexistent"],
-            "Pulumi.prod.yaml: no such stack file (/nonexistent/Pulumi.prod.yaml); no Pulumi.<stack>.yaml in "
-            "/nonexistent (--dir names the project directory)",
+            "/nonexistent: no Pulumi.yaml (the Pulumi project file) in the --dir directory; give --dir the "
+            "project's directory, or start a project there with python -m gpushare init",
         ),
         (
             ["verify", "--stack", "prod", "--kubeconfig", MISSING],

@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 import yaml
+from conftest import write_project_file
 
 from gpushare.cli.main import main
 from gpushare.stack import fields as stack_fields
@@ -719,6 +720,7 @@ def test_a_stack_too_large_for_the_policy_pack_environment(
     """The CLI hands a pack the config in PULUMI_CONFIG; Linux caps one variable at 131072 bytes. Each of
     these pools takes a little over 2000 + 250 bytes of it: 60 pools (> 135 000 bytes) do not fit, 45
     (~101 000 bytes, above the 98 304-byte warning mark) fit but get a warning from plan (and render)."""
+    write_project_file(tmp_path)
     (tmp_path / "Pulumi.big.yaml").write_text(yaml.safe_dump(_stack_with_pools(60)))
     (tmp_path / "Pulumi.near.yaml").write_text(yaml.safe_dump(_stack_with_pools(45)))
     assert main(["check", "--stack", "big", "--dir", str(tmp_path)], io.StringIO()) == 1
@@ -743,6 +745,7 @@ def test_an_all_exclusive_stack_prints_no_fallback_replicas(tmp_path: Path) -> N
     config["gpushare:sharing"]["devicePlugin"]["managedPlugin"] = {"action": "park"}
     for pool in config["gpushare:pools"]:
         pool["sharing"] = {"mode": "exclusive"}
+    write_project_file(tmp_path)
     (tmp_path / "Pulumi.whole.yaml").write_text(yaml.safe_dump(document))
     out = io.StringIO()
     assert main(["plan", "--stack", "whole", "--dir", str(tmp_path)], out) == 0
@@ -762,6 +765,7 @@ def test_an_all_exclusive_stack_prints_no_fallback_replicas(tmp_path: Path) -> N
 def test_pinned_image_references_are_accepted(image: str, tmp_path: Path) -> None:
     document = copy.deepcopy(PROD)
     document["config"]["gpushare:sharing"]["devicePlugin"]["image"] = image
+    write_project_file(tmp_path)
     (tmp_path / "Pulumi.img.yaml").write_text(yaml.safe_dump(document))
     assert stack_loading.load_stack(tmp_path, "img").plugin.plugin_image == image
 
@@ -778,6 +782,7 @@ def test_valid_labels_taints_and_secure_credentials_are_accepted(tmp_path: Path)
         {"key": "gpu", "value": "", "effect": "NoExecute"},
     ]
     pool["sharing"]["measuredAt"] = "2025-06-01T10:00:00+08:00"
+    write_project_file(tmp_path)
     (tmp_path / "Pulumi.ok.yaml").write_text(yaml.safe_dump(document))
     stack = stack_loading.load_stack(tmp_path, "ok")
     assert stack.pools[0].labels["a_b.c-d"] == "A_b.C-9"
@@ -790,6 +795,7 @@ def test_invalid_pools_bring_no_false_too_short(tmp_path: Path, capsys: pytest.C
     document = copy.deepcopy(PROD)
     document["config"]["gpushare:pools"][0]["nodes"]["min"] = -1
     document["config"]["gpushare:pools"][1]["sharing"]["mode"] = "bogus"
+    write_project_file(tmp_path)
     (tmp_path / F).write_text(yaml.safe_dump(document))
     assert main(["plan", "--stack", "bad", "--dir", str(tmp_path)], io.StringIO()) == 1
     assert capsys.readouterr().err.splitlines() == [

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import test_memory_budget
 import test_verify
-from conftest import PROJECT_DIR
+from conftest import PROJECT_DIR, write_project_file
 from test_memory_budget import PROMETHEUS_PATH, prometheus_series
 
 from fake_cluster.apiserver import FakeApiServer
@@ -49,6 +49,7 @@ def waits(monkeypatch: pytest.MonkeyPatch) -> list[float]:
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     shutil.copy(PROJECT_DIR / "Pulumi.prod.yaml", tmp_path / "Pulumi.prod.yaml")
+    write_project_file(tmp_path)
     return tmp_path
 
 

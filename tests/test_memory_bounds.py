@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 import test_memory_budget
-from conftest import PROJECT_DIR
+from conftest import PROJECT_DIR, write_project_file
 from test_memory_budget import PROMETHEUS_PATH, memory
 
 from fake_cluster.apiserver import PAGE_KIND, FakeApiServer, Reply
@@ -200,6 +200,7 @@ def test_a_deeply_nested_node_list_is_exit_2_in_one_line(
     command: str,
 ) -> None:
     shutil.copy(PROJECT_DIR / "Pulumi.prod.yaml", tmp_path / "Pulumi.prod.yaml")
+    write_project_file(tmp_path)
     server.load(with_tke(prod_base))
     server.override = lambda path, _: Reply(200, DEEP) if path == "/api/v1/nodes" else None
     args = [command, "--stack", "prod", "--kubeconfig", str(kubeconfig), "--dir", str(tmp_path)]

@@ -31,6 +31,7 @@ from fake_cluster.gpu_pages import (
     gpu_pod,
     page_object,
     seed_gpus,
+    tke_page,
 )
 from gpushare.cli import main as cli_main
 from gpushare.verify import memory_live as live
@@ -557,3 +558,32 @@ def test_every_node_left_when_the_time_for_gpu_memory_runs_out_is_named(
         ("warning", f"node/{node}", "not read: the 0 s for GPU memory ran out")
         for node in (L20_NODE, T4_NODE)
     ]
+
+
+@pytest.mark.parametrize("over", [0, 1])
+def test_a_page_of_exactly_the_bound_is_read_one_byte_more_is_not(
+    server: FakeApiServer,
+    kubeconfig: Path,
+    prod_base: list[Obj],
+    monkeypatch: pytest.MonkeyPatch,
+    over: int,
+) -> None:
+    """MAX_PAGE_BYTES is the largest page read (docs/bounds.md: "at most"): the L20's TKE page of exactly
+    that many bytes is judged like any page (no memory finding), one byte longer it is
+    named as not read. The bound is set from the fixture page's own length, not from the code."""
+    objects = copy.deepcopy(prod_base)
+    l20, port = exporter_pod("tke", L20_NODE, "n11")
+    # Padded with comment lines (the text format ignores them) past the 64 KiB the other answers stay
+    # under (test_an_oversized_page_is_not_read), so the bound falls on this page alone.
+    page = tke_page(seed_gpus()[:1]) + "# padding\n" * 8000  # + 80 000 bytes
+    monkeypatch.setattr(live, "MAX_PAGE_BYTES", len(page.encode()) - over)
+    objects += [l20, page_object(l20, port, page), *exporter_objects("tke", seed_gpus()[1:])]
+    _, report = run_verify(server, kubeconfig, objects)
+    not_read = [
+        (
+            "warning",
+            EXPORTER_POD,
+            f"tke-gpu-exporter {EXPORTER_POD} on node {L20_NODE}: its page is larger than 0 MiB; not read",
+        )
+    ]
+    assert memory(report) == ([] if over == 0 else not_read)

@@ -582,3 +582,12 @@ def test_cli_gpu_checks_the_entries_after_one_with_mig_on_and_no_instances(tmp_p
         f"{path}: invalid: mig-configs.h20-split[1].mig-devices: does not fit H20: 1g.12gb x8: at most 7 per GPU\n",
         "",
     )
+
+
+def test_only_the_first_plus_starts_the_attributes() -> None:
+    """go-nvlib splits a profile name at its first `+` only (SplitN(name, "+", 2)): in `1g.12gb+me+x` the
+    attribute text is `me+x`, one attribute with a `+` in it, refused as such; split at every `+`, the
+    name would be read as having no attributes and fail on its `gb` field instead."""
+    with pytest.raises(ValueError) as caught:
+        parse_profile_name("1g.12gb+me+x")
+    assert str(caught.value) == "attribute 'me+x' has characters other than letters, digits and dots"

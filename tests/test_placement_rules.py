@@ -106,3 +106,20 @@ def test_a_gpu_pool_after_a_cpu_pool_must_still_carry_the_plugin_labels(
             f"urn:pulumi:prod::gpushare::{NODE_POOL}::gpushare-t4-pool",
         )
     ]
+
+
+def test_without_stack_config_tkes_patched_daemonset_beside_gpushares_own_still_asks_enable() -> None:
+    """Issue 39 (placement_rules `patched = any(...)`): no stack config (the pack on a program read without
+    PULUMI_CONFIG), and prod's program patches TKE's DaemonSet (adopt) beside gpushare's own plugin
+    DaemonSets. One patched managed DaemonSet is enough for TKE's switch to be `enable` on every GPU pool:
+    a t4 pool labelled `disable` is reported (with all(...) the unpatched own DaemonSets would make any
+    value pass)."""
+    prod = program("prod")
+    t4 = copy.deepcopy(prod.get("gpushare-t4-pool"))
+    t4.props["labels"][kube_names.LABEL_DEVICE_ENABLE] = "disable"
+    assert pool_labels(prod.but(t4)) == [
+        (
+            "node pool t4 (T4) lacks the label(s) its device plugin selects on: nvidia-device-enable=enable.",
+            f"urn:pulumi:prod::gpushare::{NODE_POOL}::gpushare-t4-pool",
+        )
+    ]

@@ -9,8 +9,13 @@ these pin the messages without one.
 
 from __future__ import annotations
 
-from gpushare.offline.policy_driver import _analyze_request, _stack_resource
-from gpushare.offline.policy_model import AnalyzedResource
+from pathlib import Path
+
+import pytest
+from pulumi.runtime.proto import analyzer_pb2
+
+from gpushare.offline.policy_driver import _analyze_request, _Session, _stack_resource, _to_wire
+from gpushare.offline.policy_model import AnalyzedResource, PolicyInfo
 
 CLUSTER = "urn:pulumi:prod::gpushare::gpushare:index:GpuSharingCluster::cluster"
 CONFIG_MAP = (
@@ -31,3 +36,37 @@ def test_a_root_has_an_empty_parent_and_a_protected_one_says_so() -> None:
     assert (request.options.parent, request.options.protect) == ("", True)
     assert request.options.HasField("customTimeouts")
     assert _stack_resource(root, {}).parent == ""
+
+
+def _session_with(policies: list[PolicyInfo]) -> _Session:
+    session = _Session(client=None, pack_dir=Path("pack"), shown_path="pack", stack_urn="urn:pulumi:s::p::s")  # type: ignore[arg-type]
+    session.policies = policies
+    return session
+
+
+def test_a_diagnostic_without_severity_takes_its_own_policys_declared_one() -> None:
+    """The driver fills an unspecified severity from the declaration of the policy the diagnostic names,
+    not another policy's: two policies declared low and high, a diagnostic of the second without a
+    severity is `high`; one that states `medium` keeps it."""
+    session = _session_with(
+        [
+            PolicyInfo("a-low", "", "mandatory", None, severity="low"),
+            PolicyInfo("b-high", "", "mandatory", None, severity="high"),
+        ]
+    )
+    unstated = analyzer_pb2.AnalyzeDiagnostic(policyName="b-high", message="m")
+    stated = analyzer_pb2.AnalyzeDiagnostic(
+        policyName="b-high", message="m", severity=analyzer_pb2.POLICY_SEVERITY_MEDIUM
+    )
+    assert session._diagnostic(unstated, CLUSTER).severity == "high"
+    assert session._diagnostic(stated, CLUSTER).severity == "medium"
+
+
+@pytest.mark.parametrize("value", [b"ab", bytearray(b"ab")])
+def test_bytes_are_refused_on_the_wire_not_sent_as_a_list_of_numbers(value: object) -> None:
+    """A protobuf Struct has no bytes: a bytes value is refused by name (a Sequence, but not a list)."""
+    with pytest.raises(TypeError) as caught:
+        _to_wire({"data": value}, "inputs")
+    assert (
+        str(caught.value) == f"property inputs.data has a {type(value).__name__}, which cannot go on the wire"
+    )

@@ -31,8 +31,19 @@ def test_a_directory_named_like_a_project_file_is_not_one(tmp_path: Path) -> Non
     assert find_project(tmp_path) != tmp_path.resolve()
 
 
-def test_dir_is_taken_as_given_even_without_a_project_file(tmp_path: Path) -> None:
+def test_dir_is_taken_as_given_when_it_holds_a_project_file(tmp_path: Path) -> None:
+    (tmp_path / "Pulumi.yml").write_text("name: gpushare\nruntime: python\n")
     assert project_dir(str(tmp_path), cwd=Path("/")) == tmp_path
+
+
+def test_dir_without_a_project_file_is_refused_in_one_line(tmp_path: Path) -> None:
+    (tmp_path / "Pulumi.yaml").mkdir()  # a directory of that name is no project file
+    with pytest.raises(NoProjectError) as raised:
+        project_dir(str(tmp_path), cwd=PROJECT_DIR)
+    assert str(raised.value) == (
+        f"{tmp_path}: no Pulumi.yaml (the Pulumi project file) in the --dir directory; give --dir the "
+        "project's directory, or start a project there with python -m gpushare init"
+    )
 
 
 def test_no_project_is_one_line_naming_where_it_looked(tmp_path: Path) -> None:

@@ -1,10 +1,11 @@
 """`render` and `check` run the project's `__main__.py` under Python: a Pulumi.yaml whose program is
 another (another runtime, or `main:` elsewhere) is refused in one line, exit 2, before anything runs; a
-directory without Pulumi.yaml is exit 2 for both (issue 34). The __main__.py here would fail loudly if run.
+directory without Pulumi.yaml is exit 2, the same line, for every command that takes --dir (issue 34). The __main__.py here would fail loudly if run.
 """
 
 from __future__ import annotations
 
+import argparse
 import io
 import shutil
 from pathlib import Path
@@ -61,14 +62,34 @@ def test_another_program_is_refused_in_one_line(
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.parametrize("command", ["render", "check"])
-def test_no_pulumi_yaml_is_exit_2_for_both(
+def project_commands() -> list[str]:
+    """Every subcommand with a --dir (the ones that work on a Pulumi project), read from the parser, so a
+    new command is held to the same refusal without editing this list."""
+    commands = next(a for a in cli_main.build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return sorted(
+        name for name, sub in commands.choices.items() if any(a.dest == "dir" for a in sub._actions)
+    )
+
+
+def test_the_project_commands_are_the_five_that_read_a_stack() -> None:
+    assert project_commands() == ["check", "measure", "plan", "render", "verify"]
+
+
+@pytest.mark.parametrize("command", project_commands())
+def test_no_pulumi_yaml_is_exit_2_and_one_line_for_every_project_command(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
 ) -> None:
+    """Issue 34: a directory with only stack files is refused alike by every command, before any reads the
+    stack or a cluster (verify and measure would otherwise try the kubeconfig), and writes nothing."""
     (tmp_path / "p").mkdir()
     directory = project(tmp_path / "p", None)
     assert run(command, directory, tmp_path) == 2
-    assert capsys.readouterr().err == f"{directory}: no Pulumi.yaml\n"
+    assert capsys.readouterr() == (
+        "",
+        f"{directory}: no Pulumi.yaml (the Pulumi project file) in the --dir directory; give --dir the "
+        "project's directory, or start a project there with python -m gpushare init\n",
+    )
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize("main", [".", "./", None])

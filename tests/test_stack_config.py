@@ -396,3 +396,29 @@ def test_fallback_names_a_catalog_gpu(stack_document: Any, write_stack: Any) -> 
     doc = stack_document("staging")
     doc["config"]["gpushare:sharing"]["fallback"] = {"gpu": "A999", "measuredMiB": 4401}
     assert _error(write_stack, doc).startswith("Pulumi.bad.yaml: gpushare:sharing.fallback.gpu: ")
+
+
+def test_protect_pools_is_off_unless_the_stack_turns_it_on(
+    stack_document: Callable[[str], dict[str, Any]], write_stack: Callable[[dict[str, Any], str], Path]
+) -> None:
+    """Pulumi.yaml declares `protectPools` with `default: false`, and the model holds the same default for
+    what reads a stack without the project's defaults (plan, the hosted component without the input):
+    staging sets no protectPools, prod sets true."""
+    staging = stack_document("staging")
+    assert "gpushare:protectPools" not in staging["config"]
+    assert load_stack_file(write_stack(staging, "staging")).protect_pools is False
+    assert load_stack_file(write_stack(stack_document("prod"), "prod")).protect_pools is True
+
+
+def test_a_pool_is_found_by_its_own_name_and_an_unknown_name_is_a_key_error(
+    stack_document: Callable[[str], dict[str, Any]], write_stack: Callable[[dict[str, Any], str], Path]
+) -> None:
+    # prod's pools, in file order: l20 (L20), then t4 (T4).
+    prod = load_stack_file(write_stack(stack_document("prod"), "prod"))
+    assert [(prod.pool(name).name, prod.pool(name).gpu) for name in ("t4", "l20")] == [
+        ("t4", "T4"),
+        ("l20", "L20"),
+    ]
+    with pytest.raises(KeyError) as caught:
+        prod.pool("h20")
+    assert caught.value.args == ("h20",)

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import PROJECT_DIR
+from conftest import PROJECT_DIR, write_project_file
 
 from gpushare.cli.main import main
 
@@ -23,6 +23,7 @@ F = "Pulumi.bad.yaml"
 
 
 def plan_errors(tmp_path: Path, document: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> list[str]:
+    write_project_file(tmp_path)
     (tmp_path / F).write_text(yaml.safe_dump(document))
     assert main(["plan", "--stack", "bad", "--dir", str(tmp_path)], io.StringIO()) == 1
     return capsys.readouterr().err.splitlines()

@@ -17,6 +17,9 @@ from gpushare.yaml_bounds import (
     safe_load_bounded,
 )
 
+# A scan that stops advancing (a mutated index step) fails in seconds instead of hanging the run.
+pytestmark = pytest.mark.usefixtures("quick_hang_guard")
+
 
 @pytest.mark.parametrize(
     ("decodes", "ratio"),

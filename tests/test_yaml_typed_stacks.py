@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import FIXTURE_STACKS, PROJECT_DIR
+from conftest import FIXTURE_STACKS, PROJECT_DIR, write_project_file
 
 from gpushare import kube_names
 from gpushare.cli.main import main
@@ -212,6 +212,7 @@ def test_a_stack_file_that_cannot_be_read_is_one_clean_error(
 ) -> None:
     """A stack file the user may not read (`chmod 000`; root reads it anyway, so the refusal is the
     kernel's answer, EACCES, made by hand): one line naming the file, no traceback."""
+    write_project_file(tmp_path)
     path = tmp_path / "Pulumi.locked.yaml"
     path.write_text(TEXT)
     real_open = os.open
