@@ -75,6 +75,14 @@ def _handed_back_spec(managed: ManagedPlugin) -> k8s.apps.v1.DaemonSetSpecPatchA
     )
 
 
+# The adopt patch lists TKE's own kubelet-socket mount and volume before gpushare's config ones, by their
+# keys alone (the mount's name and mountPath, the volume's name: nothing of its hostPath). Why: the
+# Kubernetes provider diffs a patch against the live object with each list cut to the patch's length by
+# position (pkg/provider/util.go pruneSlice), and the live lists hold TKE's entry first, so a patch of
+# gpushare's entries alone showed an update on every preview and failed `--expect-no-changes`
+# (tests/test_engine_up.py). Naming TKE's entries makes position 0 agree; server-side apply merges them by
+# key into TKE's, so the patch co-owns their keys only, and Helm's entry keeps them after a hand-back.
+# The name and path are TKE's as the seed records them (NVIDIA's static manifest's too).
 def _adopted_spec(
     entry: PluginConfigEntry, container: str, config_map: pulumi.Input[str]
 ) -> k8s.apps.v1.DaemonSetSpecPatchArgs:
@@ -90,17 +98,22 @@ def _adopted_spec(
                         name=container,
                         args=plugin_pod.plugin_args(entry.key),
                         volume_mounts=[
+                            # TKE's own first, by its keys alone (the comment above _adopted_spec).
+                            k8s.core.v1.VolumeMountPatchArgs(
+                                name=plugin_pod.DEVICE_PLUGIN_VOLUME, mount_path=plugin_pod.DEVICE_PLUGIN_DIR
+                            ),
                             k8s.core.v1.VolumeMountPatchArgs(
                                 name=kube_names.CONFIG_VOLUME, mount_path=kube_names.CONFIG_MOUNT_DIR
-                            )
+                            ),
                         ],
                     )
                 ],
                 volumes=[
+                    k8s.core.v1.VolumePatchArgs(name=plugin_pod.DEVICE_PLUGIN_VOLUME),
                     k8s.core.v1.VolumePatchArgs(
                         name=kube_names.CONFIG_VOLUME,
                         config_map=k8s.core.v1.ConfigMapVolumeSourcePatchArgs(name=config_map),
-                    )
+                    ),
                 ],
             ),
         )

@@ -197,8 +197,15 @@ def test_managed_plugin_adopted_reads_its_pool_key() -> None:
     template = patch.inputs["spec"]["template"]
     assert template["metadata"]["annotations"] == {"gpushare.io/config-sha256": t4.sha256}
     assert template["spec"]["containers"][0]["name"] == "nvidia-device-plugin-ctr"
+    # TKE's kubelet-socket volume and mount first, by their keys alone (the provider diffs a patch's lists
+    # against the live ones by position; tests/test_engine_up.py), then gpushare's config ones.
     assert template["spec"]["volumes"] == [
-        {"name": "time-slicing-config", "configMap": {"name": "time-slicing-config"}}
+        {"name": "device-plugin"},
+        {"name": "time-slicing-config", "configMap": {"name": "time-slicing-config"}},
+    ]
+    assert template["spec"]["containers"][0]["volumeMounts"] == [
+        {"name": "device-plugin", "mountPath": "/var/lib/kubelet/device-plugins"},
+        {"name": "time-slicing-config", "mountPath": "/etc/nvidia/time-slicing-config"},
     ]
 
 

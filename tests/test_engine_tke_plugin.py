@@ -209,15 +209,21 @@ def gpushare_fields(
     return [("Apply", {"f:metadata": {"f:annotations": metadata}, "f:spec": {"f:template": template}})]
 
 
-# adopt's own fields beyond the nodeSelector and args (prod's t4 patch).
+# adopt's own fields beyond the nodeSelector and args (prod's t4 patch); it also names TKE's kubelet-socket
+# mount and volume by their keys (components/managed_device_plugin.py: the provider's positional diff), so it
+# co-owns those keys and nothing of the hostPath.
 ADOPT_POD_FIELDS = {
     "f:metadata": {"f:annotations": {"f:gpushare.io/config-sha256": {}}},
     "f:containers": {
         "f:volumeMounts": {
-            'k:{"mountPath":"/etc/nvidia/time-slicing-config"}': {".": {}, "f:mountPath": {}, "f:name": {}}
+            'k:{"mountPath":"/var/lib/kubelet/device-plugins"}': {".": {}, "f:mountPath": {}, "f:name": {}},
+            'k:{"mountPath":"/etc/nvidia/time-slicing-config"}': {".": {}, "f:mountPath": {}, "f:name": {}},
         }
     },
-    "f:volumes": {'k:{"name":"time-slicing-config"}': {".": {}, "f:configMap": {"f:name": {}}, "f:name": {}}},
+    "f:volumes": {
+        'k:{"name":"device-plugin"}': {".": {}, "f:name": {}},
+        'k:{"name":"time-slicing-config"}': {".": {}, "f:configMap": {"f:name": {}}, "f:name": {}},
+    },
 }
 
 
