@@ -16,36 +16,22 @@ from typing import Any
 import pytest
 import yaml
 from conftest import PROJECT_DIR
-from engine_api_server import ADMIN_USER, ENGINE_BIN, ApiServer, running_api_server
+from engine_api_server import ADMIN_USER, ApiServer
 from engine_stack import EngineProject
 from kubernetes import dynamic
-from test_engine_up import controllers_stand_in
+from test_engine_up import cluster_with_tkes_daemonset
 
-from fake_cluster.objects import TKE_DS, TKE_ORIGINAL_ARGS, tke_daemonset
+from fake_cluster.objects import TKE_DS, TKE_ORIGINAL_ARGS
 
 pytestmark = pytest.mark.engine
 
 STACK = "prod"
 
 
-def _as_shipped() -> dict[str, Any]:
-    obj = tke_daemonset(None)
-    metadata = {k: v for k, v in obj["metadata"].items() if k != "uid"}
-    return {"apiVersion": "apps/v1", **{k: v for k, v in obj.items() if k != "status"}, "metadata": metadata}
-
-
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ApiServer, dynamic.DynamicClient]]:
-    missing = [tool for tool in ("etcd", "kube-apiserver") if not (ENGINE_BIN / tool).is_file()]
-    if missing:
-        pytest.fail(f"not in .engine/bin: {', '.join(missing)}; run make engine")
-    with running_api_server(tmp_path_factory.mktemp("apiserver-hand-back")) as server:
-        api = server.dynamic_client()
-        api.resources.get(api_version="apps/v1", kind="DaemonSet").create(
-            body=_as_shipped(), namespace="kube-system", field_manager="helm"
-        )
-        with controllers_stand_in(api):
-            yield server, api
+    with cluster_with_tkes_daemonset(tmp_path_factory.mktemp("apiserver-hand-back")) as running:
+        yield running
 
 
 def _tke(api: dynamic.DynamicClient) -> dict[str, Any]:

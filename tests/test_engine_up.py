@@ -96,18 +96,26 @@ def _tke_daemonset_as_shipped() -> dict[str, Any]:
     return {"apiVersion": "apps/v1", **{k: v for k, v in obj.items() if k != "status"}, "metadata": metadata}
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ApiServer, dynamic.DynamicClient]]:
+@contextlib.contextmanager
+def cluster_with_tkes_daemonset(state: Path) -> Iterator[tuple[ApiServer, dynamic.DynamicClient]]:
+    """A loopback API server holding TKE's DaemonSet as shipped (under Helm's field manager), with the
+    controllers' stand-in running."""
     missing = [tool for tool in ("etcd", "kube-apiserver") if not (ENGINE_BIN / tool).is_file()]
     if missing:
         pytest.fail(f"not in .engine/bin: {', '.join(missing)}; run make engine")
-    with running_api_server(tmp_path_factory.mktemp("apiserver-up")) as server:
+    with running_api_server(state) as server:
         api = server.dynamic_client()
         api.resources.get(api_version="apps/v1", kind="DaemonSet").create(
             body=_tke_daemonset_as_shipped(), namespace="kube-system", field_manager="helm"
         )
         with controllers_stand_in(api):
             yield server, api
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ApiServer, dynamic.DynamicClient]]:
+    with cluster_with_tkes_daemonset(tmp_path_factory.mktemp("apiserver-up")) as running:
+        yield running
 
 
 @pytest.fixture(scope="module")
