@@ -40,9 +40,10 @@ unit: $(VENV)/.installed
 test-e2e: $(VENV)/.installed
 	$(PY) -m pytest -n 2 --dist loadfile -m "e2e and not engine"
 
-# The real tools in .engine/bin/ (gitignored): the Pulumi CLI, pulumi-resource-kubernetes, etcd and
-# kube-apiserver, built with Go from the module proxy at engine/versions.env's pins (engine/build.sh;
-# idempotent; Go's default GOMODCACHE/GOCACHE). A cold build takes long: docs/performance.md.
+# The real tools in .engine/bin/ (gitignored): the Pulumi CLI, pulumi-resource-kubernetes,
+# pulumi-language-yaml, etcd and kube-apiserver, built with Go from the module proxy at engine/versions.env's
+# pins (engine/build.sh; idempotent; Go's default GOMODCACHE/GOCACHE). A cold build takes long:
+# docs/performance.md.
 engine:
 	engine/build.sh
 

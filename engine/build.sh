@@ -12,7 +12,7 @@ BIN="$PWD/.engine/bin"
 mkdir -p "$BIN"
 TIMES="$PWD/.engine/build-times.txt"
 # ENGINE_TOOLS="etcd kube-apiserver" builds only those (default: all, in the order below).
-TOOLS=" ${ENGINE_TOOLS:-pulumi pulumi-language-python pulumi-resource-tencentcloud pulumi-resource-kubernetes etcd kube-apiserver} "
+TOOLS=" ${ENGINE_TOOLS:-pulumi pulumi-language-python pulumi-language-yaml pulumi-resource-tencentcloud pulumi-resource-kubernetes etcd kube-apiserver} "
 wanted() { [[ "$TOOLS" == *" $1 "* ]]; }
 
 up_to_date() { # tool version
@@ -50,6 +50,10 @@ if wanted pulumi-language-python; then
     sdk_dir=$(go list -C engine/python-language-host -m -f '{{.Dir}}' github.com/pulumi/pulumi/sdk/v3)
     install -m 0755 "$sdk_dir/python/cmd/pulumi-language-python-exec" "$BIN/pulumi-language-python-exec"
 fi
+# pulumi-language-yaml, real, for the Pulumi YAML consumer of the component package (tests/engine_consumers/):
+# pulumi-yaml's main at its own pkg/v3 (engine/yaml-language-host/go.mod says why not the CLI's).
+build pulumi-language-yaml "$PULUMI_YAML_VERSION" yaml-language-host github.com/pulumi/pulumi-yaml/cmd/pulumi-language-yaml \
+    "-X github.com/pulumi/pulumi-yaml/pkg/version.Version=$PULUMI_YAML_VERSION"
 # STAND-IN for pulumi-resource-tencentcloud, the one cloud provider (the proxy refuses
 # github.com/tencentcloudstack/pulumi-tencentcloud/provider@v0.2.3): echoes inputs, invents ids.
 standin_stamp="$TENCENTCLOUD_PLUGIN_VERSION+$(cat engine/tencentcloud-provider/main.go engine/tencentcloud-provider/go.mod | sha256sum | cut -c1-12)"

@@ -100,8 +100,6 @@ class EngineProject:
         ]
         if missing:
             raise AssertionError(f"not in .engine/bin: {', '.join(missing)}; run make engine")
-        state = self.root / "state"
-        state.mkdir(parents=True)
         self.copy.mkdir()
         for entry in self.project_dir.iterdir():
             if entry.name in _NOT_LINKED or entry.name.startswith("Pulumi."):
@@ -114,6 +112,16 @@ class EngineProject:
             if entry.name not in {"venv", "__pycache__"}:
                 (self.copy / "policies" / entry.name).symlink_to(entry)
         (self.copy / "policies" / "venv").symlink_to(self.project_dir / "venv")
+        self.log_in_and_install_plugins()
+        for stack in stacks:
+            # `stack init` writes the stack file: the repository's is copied over it afterwards.
+            self.must("stack", "init", stack, "--secrets-provider", "passphrase")
+            self.write_stack_file(stack, chart_repository)
+
+    def log_in_and_install_plugins(self) -> None:
+        """A file backend under `root`, and the two resource plugins under the versions the SDKs ask for."""
+        state = self.root / "state"
+        state.mkdir(parents=True, exist_ok=True)
         self.must("login", f"file://{state}")
         pins = _versions_env(self.project_dir)
         for name, version, binary in (
@@ -121,10 +129,6 @@ class EngineProject:
             ("tencentcloud", pins["TENCENTCLOUD_PLUGIN_VERSION"], "pulumi-resource-tencentcloud"),
         ):
             self.must("plugin", "install", "resource", name, version, "--file", str(ENGINE_BIN / binary))
-        for stack in stacks:
-            # `stack init` writes the stack file: the repository's is copied over it afterwards.
-            self.must("stack", "init", stack, "--secrets-provider", "passphrase")
-            self.write_stack_file(stack, chart_repository)
 
     def write_stack_file(self, stack: str, chart_repository: str | None = None) -> None:
         """The repository's stack file; with `chart_repository`, a stack with a Helm release (helm or

@@ -13,7 +13,10 @@
 // the inputs as outputs; Read and Update echo what they are given; Delete forgets. The one invoke the program
 // makes, tencentcloud:Kubernetes/getClusters, answers with the cluster id asked for and a placeholder
 // kubeconfig that names no reachable server and holds no credentials (as the offline render's mocks do);
-// any other invoke fails. It validates nothing the real provider validates: a preview through it proves
+// any other invoke fails. GetSchema answers a schema of its own naming only what a consumer program of the
+// component package declares itself (tests/engine_consumers/: the provider's region, a
+// tencentcloud:Kubernetes/cluster:Cluster), so a typed language (Pulumi YAML) can use it; it is not the real
+// provider's schema. It validates nothing the real provider validates: a preview through it proves
 // what the program registers, never what TKE would accept.
 package main
 
@@ -80,6 +83,34 @@ func main() {
 
 func (standIn) GetPluginInfo(context.Context, *emptypb.Empty) (*pulumirpc.PluginInfo, error) {
 	return &pulumirpc.PluginInfo{Version: version}, nil
+}
+
+// schemaJSON: the stand-in's own package schema (see the package doc). The Cluster's id is its resource id,
+// unknown at a preview as any created resource's.
+const schemaJSON = `{
+  "name": "tencentcloud",
+  "version": "%s",
+  "config": {"variables": {"region": {"type": "string"}}},
+  "provider": {"inputProperties": {"region": {"type": "string"}}},
+  "resources": {
+    "tencentcloud:Kubernetes/cluster:Cluster": {
+      "description": "pulumi-resource-tencentcloud stand-in: a TKE cluster that is never created.",
+      "inputProperties": {
+        "clusterName": {"type": "string"},
+        "vpcId": {"type": "string"},
+        "clusterVersion": {"type": "string"}
+      },
+      "properties": {
+        "clusterName": {"type": "string"},
+        "vpcId": {"type": "string"},
+        "clusterVersion": {"type": "string"}
+      }
+    }
+  }
+}`
+
+func (standIn) GetSchema(context.Context, *pulumirpc.GetSchemaRequest) (*pulumirpc.GetSchemaResponse, error) {
+	return &pulumirpc.GetSchemaResponse{Schema: fmt.Sprintf(schemaJSON, version)}, nil
 }
 
 func (standIn) CheckConfig(_ context.Context, req *pulumirpc.CheckRequest) (*pulumirpc.CheckResponse, error) {
