@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 import yaml
 from conftest import PROJECT_DIR
-from engine_api_server import ADMIN_USER, ENGINE_BIN, running_api_server
+from engine_api_server import ADMIN_USER, ENGINE_BIN
 from engine_stack import EngineProject, registrations
-from test_engine_up import _tke_daemonset_as_shipped, controllers_stand_in
+from test_engine_up import cluster_with_tkes_daemonset
 
 from gpushare.offline.manifests import to_plain
 from gpushare.offline.recorded import RecordedResource
@@ -209,21 +209,13 @@ def brought_up(tmp_path_factory: pytest.TempPathFactory, *, protect_pools: bool)
     """The consumer with the literal id brought up as stack `prod`: node pools by the tencentcloud stand-in,
     the Kubernetes objects on a loopback API server holding TKE's own device-plugin DaemonSet
     (test_engine_up's)."""
-    missing = [tool for tool in ("etcd", "kube-apiserver") if not (ENGINE_BIN / tool).is_file()]
-    if missing:
-        pytest.fail(f"not in .engine/bin: {', '.join(missing)}; run make engine")
     consumer = _consumer(tmp_path_factory, protect_pools=protect_pools)
-    with running_api_server(tmp_path_factory.mktemp("apiserver-consumer")) as server:
-        api = server.dynamic_client()
-        api.resources.get(api_version="apps/v1", kind="DaemonSet").create(
-            body=_tke_daemonset_as_shipped(), namespace="kube-system", field_manager="helm"
-        )
-        with controllers_stand_in(api):
-            kubeconfig = server.kubeconfig(ADMIN_USER, consumer.root / "admin.kubeconfig").read_text()
-            consumer.write_program(own_cluster=False)
-            consumer.new_stack("prod", kubeconfig)
-            consumer.must("up", "--yes", "--skip-preview", "--stack", "prod")
-            yield consumer
+    with cluster_with_tkes_daemonset(tmp_path_factory.mktemp("apiserver-consumer")) as (server, _):
+        kubeconfig = server.kubeconfig(ADMIN_USER, consumer.root / "admin.kubeconfig").read_text()
+        consumer.write_program(own_cluster=False)
+        consumer.new_stack("prod", kubeconfig)
+        consumer.must("up", "--yes", "--skip-preview", "--stack", "prod")
+        yield consumer
 
 
 def _ops(document: dict[str, Any]) -> dict[str, str]:
