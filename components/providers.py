@@ -98,4 +98,10 @@ def kubernetes_provider(stack: StackConfig, cloud: tencentcloud.Provider) -> k8s
         cluster_identifier=stack.cluster.id,
         # Server-side apply is what lets the managed-plugin patch own only the fields it sets.
         enable_server_side_apply=True,
+        # A new measurement changes the device-plugin ConfigMap's data. Without this the provider replaces a
+        # ConfigMap whose data changes, and this one has a fixed name (the plugins mount it), so it is
+        # deleted first and every plugin DaemonSet depending on it is replaced too (tests/test_engine_up.py
+        # showed both). With it the ConfigMap is updated in place and the pods' config checksum rolls only
+        # the plugins whose key changed.
+        enable_config_map_mutable=True,
     )

@@ -263,6 +263,38 @@ def test_a_second_preview_expects_no_changes(brought_up: list[str], engine: Engi
     assert "14 unchanged" in result.stdout
 
 
+def test_a_changed_measurement_updates_the_config_and_rolls_the_pools_plugin(
+    brought_up: list[str], engine: EngineProject
+) -> None:
+    """l20 measured at 5200 MiB instead of 4621: floor(0.9 x 46068 / 5200) = floor(7.97) = 7 replicas instead
+    of 8. The preview updates the ConfigMap and the l20 plugin DaemonSet, whose pod template's config checksum
+    changes (a roll); nothing is replaced or deleted, and t4's DaemonSet and the adopt patch stay."""
+    stack_file = engine.copy / f"Pulumi.{STACK}.yaml"
+    original = stack_file.read_text()
+    document = yaml.safe_load(original)
+    (l20,) = [p for p in document["config"]["gpushare:pools"] if p["name"] == "l20"]
+    l20["sharing"]["measuredMiB"] = 5200
+    stack_file.write_text(yaml.safe_dump(document, sort_keys=False))
+    try:
+        preview, _ = engine.preview(STACK, *[arg for urn in brought_up for arg in ("--target", urn)])
+    finally:
+        stack_file.write_text(original)
+    assert preview["exitCode"] == 0, preview.get("diagnostics")
+    changed = {
+        step["urn"].rsplit("::", 1)[1]: step["op"] for step in preview["steps"] if step["op"] != "same"
+    }
+    assert changed == {"gpushare-config-configmap": "update", "gpushare-plugins-l20": "update"}
+    (daemonset,) = [s for s in preview["steps"] if s["urn"].endswith("::gpushare-plugins-l20")]
+    checksum = [
+        step["inputs"]["spec"]["template"]["metadata"]["annotations"]["gpushare.io/config-sha256"]
+        for step in (daemonset["oldState"], daemonset["newState"])
+    ]
+    assert checksum[0] != checksum[1]
+    (config_map,) = [s for s in preview["steps"] if s["urn"].endswith("::gpushare-config-configmap")]
+    assert "replicas: 7" in config_map["newState"]["inputs"]["data"]["l20"]
+    assert "replicas: 8" in config_map["oldState"]["inputs"]["data"]["l20"]
+
+
 def test_destroy_leaves_tke_daemonset_adopted(
     brought_up: list[str], engine: EngineProject, cluster: tuple[ApiServer, dynamic.DynamicClient]
 ) -> None:
