@@ -10,12 +10,15 @@ as if the stack had no config).
 
 So the pack copies `ConfigureStack`'s stack into the variables `current_stack()` reads, when the CLI has
 not set PULUMI_CONFIG itself. The secret keys are left out as before (`settings`: PULUMI_CONFIG_SECRET_KEYS
-only from a driver), so a preview and `gpushare check` judge the same facts. What this cannot change: the
-pack's own enforcement level is fixed when the pack starts, before `ConfigureStack`; without PULUMI_CONFIG
-then it is mandatory (`settings.pack_enforcement_level`), also on a program gpushare did not write.
+only from a driver), so a preview and `gpushare check` judge the same facts. The pack's own enforcement
+level is decided again from that stack (`settings.pack_enforcement_level`): the pack started without
+PULUMI_CONFIG, hence mandatory, and a program gpushare did not write would otherwise get mandatory findings
+under the real CLI where `gpushare check` gives advisory ones. Policies with a level of their own, and any
+level a policy config names, keep theirs.
 
-pulumi-policy has no public hook for `ConfigureStack`: this wraps its servicer's method, a private name
-(`pulumi_policy.policy._PolicyAnalyzerServicer`), pinned with the SDK (requirements.txt).
+pulumi-policy has no public hook for `ConfigureStack` nor a setter for the pack's level: this wraps its
+servicer's method and sets the level it keeps, private names (`pulumi_policy.policy._PolicyAnalyzerServicer`,
+its `__policy_pack_enforcement_level`), pinned with the SDK (requirements.txt).
 """
 
 from __future__ import annotations
@@ -26,6 +29,11 @@ from collections.abc import Callable, MutableMapping
 from typing import Any
 
 from pulumi_policy import policy as _policy_sdk
+
+from gpushare_policies.settings import pack_enforcement_level
+
+# The servicer's own level for policies without one (a name-mangled private attribute of pulumi-policy 1.21).
+PACK_LEVEL_ATTRIBUTE = "_PolicyAnalyzerServicer__policy_pack_enforcement_level"
 
 
 def stack_environment(request: Any) -> dict[str, str]:
@@ -47,6 +55,8 @@ def take_stack_config_from_configure_stack(environ: MutableMapping[str, str] = o
     def configure_stack(self: Any, request: Any, context: Any) -> Any:
         if "PULUMI_CONFIG" not in environ:
             environ.update(stack_environment(request))
+            # The level the pack would have had, started with this stack's PULUMI_CONFIG.
+            setattr(self, PACK_LEVEL_ATTRIBUTE, pack_enforcement_level(environ))
         return original(self, request, context)
 
     setattr(servicer, "ConfigureStack", configure_stack)  # noqa: B010 (a method of a private class)
