@@ -454,3 +454,25 @@ def test_plan_prints_the_policy_config_or_the_capacity_json_not_both() -> None:
     with pytest.raises(SystemExit) as refused:
         cli_main.main(["plan", "--stack", "prod", "--json", "--policy-config"], out=io.StringIO())
     assert refused.value.code == 2
+
+
+def test_a_node_affinity_term_needs_every_expression_and_one_term_is_enough() -> None:
+    """Kubernetes ANDs the matchExpressions of one nodeSelectorTerm and ORs the terms (core/v1
+    NodeSelector): a term whose second expression the node fails does not land it."""
+
+    def placement(*terms: list[tuple[str, str, list[str]]]) -> workload_fit.Placement:
+        required = {
+            "nodeSelectorTerms": [
+                {"matchExpressions": [{"key": k, "operator": o, "values": v} for k, o, v in term]}
+                for term in terms
+            ]
+        }
+        affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}}
+        found = workload_fit.placement_of({"affinity": affinity})
+        assert found is not None
+        return found
+
+    t4_node = {"gpushare.io/pool": "t4"}
+    t4_and_l20 = [("gpushare.io/pool", "In", ["t4"]), ("gpushare.io/pool", "In", ["l20"])]
+    assert placement(t4_and_l20).lands_on(t4_node) is False
+    assert placement(t4_and_l20, [("gpushare.io/pool", "In", ["t4"])]).lands_on(t4_node) is True
