@@ -482,8 +482,8 @@ def test_only_a_time_sliced_profile_refuses_two_in_a_container() -> None:
     """The plugin refuses a request above 1 only for replicated devices (failRequestsGreaterThanOne and
     annotated, i.e. replica, device IDs). Staging's H20 as 1 x 1g.12gb + 3 x 2g.24gb at 6000 MiB measured:
     1g.12gb floor(0.9 x 11264 / 6000) = floor(1.69) = 1 replica of 1 instance, so 1 slot a GPU and not
-    time-sliced; 2g.24gb (22138 MiB) floor(0.9 x 22138 / 6000) = floor(3.32) = 3 replicas x 3 instances = 9. Two 1g.12gb
-    in one container are allowed; two 2g.24gb are refused at admission."""
+    time-sliced; 2g.24gb (22138 MiB) floor(0.9 x 22138 / 6000) = floor(3.32) = 3 replicas x 3 instances =
+    9. Two 1g.12gb in one container are allowed; two 2g.24gb are refused at admission."""
     document = yaml.safe_load((PROJECT_DIR / "Pulumi.staging.yaml").read_text())["config"]
     h20 = document["gpushare:pools"][0]["sharing"]
     h20.update(migLayout={"1g.12gb": 1, "2g.24gb": 3}, layoutName="h20-1x1g.12gb-3x2g.24gb")
