@@ -99,10 +99,6 @@ class Placement:
     def tolerates(self, taint: Taint) -> bool:
         return any(_tolerates(t, taint) for t in self.tolerations)
 
-    @property
-    def selects(self) -> bool:
-        return bool(self.node_selector) or self.terms is not None
-
 
 def _matches(labels: Mapping[str, str], key: str, operator: str, values: tuple[str, ...]) -> bool:
     value = labels.get(key)

@@ -3,6 +3,7 @@ docs/catalog.md says it is, the seed's facts are pinned, and the public surface 
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import re
 
@@ -345,3 +346,15 @@ def test_captured_instance_memory_is_the_capture(key: str, captured: dict[str, i
     gpu = catalog.gpu(key)
     assert {name: gpu.mig_profile(name).memory_mib for name in captured} == captured
     assert not any(gpu.mig_profile(name).memory_inferred for name in captured)
+
+
+def test_an_instance_type_cannot_be_changed_by_a_caller() -> None:
+    """Every caller shares the one catalog (the stack model, advise, fleet); a caller that changed the T4
+    node's GPU count (1, the seed's nvidia-smi) would change every later plan in the process."""
+    t4_node = instance_type("GN7.2XLARGE32")
+    assert t4_node is not None
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        t4_node.gpus_per_node = 2  # type: ignore[misc]
+    assert instance_type("GN7.2XLARGE32") == catalog.InstanceType(
+        "GN7.2XLARGE32", "T4", 1, "seed (nvidia-smi on the node)"
+    )

@@ -591,3 +591,18 @@ def test_only_the_first_plus_starts_the_attributes() -> None:
     with pytest.raises(ValueError) as caught:
         parse_profile_name("1g.12gb+me+x")
     assert str(caught.value) == "attribute 'me+x' has characters other than letters, digits and dots"
+
+
+def test_a_name_with_both_plus_and_minus_attributes_is_refused_for_that() -> None:
+    """go-nvlib refuses a name that splits at both a `+` and a `-` before reading its fields; read as `+`
+    attributes only, `1g.12gb+me-x` would be refused for the `-` in the attribute `me-x` instead."""
+    with pytest.raises(ValueError) as caught:
+        parse_profile_name("1g.12gb+me-x")
+    assert str(caught.value) == "contains both '+' and '-' attributes"
+
+
+def test_a_name_with_negative_attributes_keeps_its_minus_sorted() -> None:
+    # Kept as written, spelt sorted (go-nvlib matches attributes as a set), behind the `-` they came with.
+    name = parse_profile_name("1g.12gb-me,gfx")
+    assert (name.attributes, name.negative_attributes) == ((), ("me", "gfx"))
+    assert name.canonical() == "1g.12gb-gfx,me"

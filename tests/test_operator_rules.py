@@ -68,11 +68,16 @@ def test_an_operator_driver_beside_tkes_is_refused_on_every_pool(
     assert driver_verdicts(_with_driver(operator_stack, setting)) == expected
 
 
-def test_a_pool_the_operators_driver_skips_is_not_refused(operator_stack: Program) -> None:
+@pytest.mark.parametrize(("skipped", "refused"), [("l20", "h20"), ("h20", "l20")])
+def test_a_pool_the_operators_driver_skips_is_not_refused(
+    operator_stack: Program, skipped: str, refused: str
+) -> None:
+    """Either pool: the one labelled nvidia.com/gpu.deploy.driver=false is skipped, and the other (h20
+    comes first in the program) is still judged."""
     resources = _with_driver(operator_stack, True)
-    l20 = next(r for r in resources if r.name == "gpushare-l20-pool")
-    l20.props["labels"][kube_names.LABEL_OPERATOR_DEPLOY_PREFIX + "driver"] = "false"
-    assert driver_verdicts(resources) == [competing("h20", "true")]
+    pool = next(r for r in resources if r.name == f"gpushare-{skipped}-pool")
+    pool.props["labels"][kube_names.LABEL_OPERATOR_DEPLOY_PREFIX + "driver"] = "false"
+    assert driver_verdicts(resources) == [competing(refused, "true")]
 
 
 def test_the_driver_tke_installs_is_named(operator_stack: Program) -> None:

@@ -123,3 +123,32 @@ def test_without_stack_config_tkes_patched_daemonset_beside_gpushares_own_still_
             f"urn:pulumi:prod::gpushare::{NODE_POOL}::gpushare-t4-pool",
         )
     ]
+
+
+def test_a_chart_release_after_a_disabled_one_is_still_judged(
+    staging: Program, use_stack: Callable[..., None]
+) -> None:
+    """A second release of the chart with `devicePlugin.enabled: false` runs no plugin and is skipped; the
+    enabled release after it still schedules on no H20 or L20 node once the pools lose
+    nvidia.com/gpu.present=true (no NFD in this stack), as in the stack without the disabled release."""
+    use_stack(HELM_MIG)
+    unlabelled = copy.deepcopy(staging.resources)
+    for res in unlabelled:
+        res.props.get("labels", {}).pop(kube_names.LABEL_GPU_PRESENT, None)
+    release = next(r for r in unlabelled if r.name == "gpushare-device-plugin-release")
+    disabled = copy.deepcopy(release)
+    disabled.name = "other-device-plugin-release"
+    disabled.props["name"] = "other-device-plugin"
+    disabled.props["values"]["devicePlugin"] = {"enabled": False}
+    schedulable = rules.POLICIES_BY_NAME["helm-plugin-schedulable"]
+    found = stack_messages(schedulable, [disabled, *unlabelled])  # type: ignore[arg-type]
+    assert found == [
+        (
+            "Helm release nvidia-device-plugin/nvidia-device-plugin (chart nvidia-device-plugin 0.17.1) "
+            "schedules on no node of pool(s) h20, l20 (on no GPU pool at all): chart >= 0.15 requires NFD's "
+            "NVIDIA PCI label or nvidia.com/gpu.present=true on the node, and there is no "
+            "node-feature-discovery (gfd.enabled / nfd.enabled, or sharing.devicePlugin.nfdPresent). Label "
+            "the pools nvidia.com/gpu.present=true or enable GFD.",
+            release.urn,
+        )
+    ]

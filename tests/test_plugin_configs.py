@@ -73,3 +73,16 @@ def test_a_pool_with_one_slot_and_an_exclusive_fallback_share_nothing(
     assert fallback.text == "version: v1\nflags:\n  migStrategy: none\n"
     assert (fallback.provenance["gpu"], fallback.provenance["mode"]) == (None, "exclusive")
     assert "measuredMiB" not in fallback.provenance
+
+
+def test_an_opted_in_fallback_that_fits_one_process_shares_nothing(
+    stack_document: Callable[[str], dict[str, Any]], write_stack: Callable[[dict[str, Any], str], Path]
+) -> None:
+    doc = stack_document("prod")
+    # `any` tuned for a T4 at 7000 MiB: floor(0.9 x 15360 / 7000) = floor(1.97) = 1, below 2: the plugin's
+    # file time-slices nothing (a replicas: 1 entry is one the plugin refuses, "must be >= 2").
+    doc["config"]["gpushare:sharing"]["fallback"] = {"gpu": "T4", "measuredMiB": 7000}
+    *_, fallback = plugin_config_entries(build_plan(load_stack_file(write_stack(doc, "one"))))
+    assert fallback.key == "any"
+    assert fallback.text == "version: v1\nflags:\n  migStrategy: none\n"
+    assert (fallback.provenance["gpu"], fallback.provenance["resources"]) == ("T4", [])

@@ -171,3 +171,30 @@ def test_a_pool_no_plugin_serves_selecting_a_key_no_config_has_is_reported(prod:
             "urn:pulumi:prod::gpushare::tencentcloud:Kubernetes/nodePool:NodePool::l20-batch-pool",
         )
     ]
+
+
+# --------------------------------------------------------------------------------------------------------
+# device-plugin-config-valid on a key no plugin reads: judged by the versions of the plugins mounting it
+
+
+def test_a_key_no_plugin_reads_is_judged_by_the_version_of_the_plugin_mounting_its_config_map(
+    prod: Program,
+) -> None:
+    """Key "any" of time-slicing-config is read by no DaemonSet (l20 reads "l20"), but the l20 plugin mounts
+    the ConfigMap: with its image at v0.17.1, "any" is judged as 0.17.1 reads it, which refuses a
+    deviceDiscoveryStrategy it does not know (0.14.5, the version assumed for an unmounted map, would
+    ignore the key)."""
+    newer_only = "version: v1\nflags:\n  migStrategy: none\n  deviceDiscoveryStrategy: bogus\n"
+    config_map = with_data(prod.get(CONFIG_MAP), "any", newer_only)
+    plugin = copy.deepcopy(prod.get(PLUGIN))
+    plugin.props["spec"]["template"]["spec"]["containers"][0]["image"] = (
+        "nvcr.io/nvidia/k8s-device-plugin:v0.17.1"
+    )
+    found = stack_messages(rules.POLICIES_BY_NAME["device-plugin-config-valid"], [config_map, plugin])  # type: ignore[arg-type]
+    assert found == [
+        (
+            'ConfigMap kube-system/time-slicing-config key "any": device plugin 0.17.1 refuses it: '
+            "flags.deviceDiscoveryStrategy: invalid --device-discovery-strategy option bogus",
+            config_map.urn,
+        )
+    ]

@@ -9,13 +9,22 @@ these pin the messages without one.
 
 from __future__ import annotations
 
+from concurrent import futures
 from pathlib import Path
 
+import grpc
 import pytest
 from pulumi.runtime.proto import analyzer_pb2
 
-from gpushare.offline.policy_driver import _analyze_request, _Session, _stack_resource, _to_wire
-from gpushare.offline.policy_model import AnalyzedResource, PolicyInfo
+from gpushare.offline.policy_driver import (
+    _analyze_request,
+    _AnalyzerClient,
+    _Deadline,
+    _Session,
+    _stack_resource,
+    _to_wire,
+)
+from gpushare.offline.policy_model import AnalyzedResource, PolicyInfo, PolicyPackRpcError
 
 CLUSTER = "urn:pulumi:prod::gpushare::gpushare:index:GpuSharingCluster::cluster"
 CONFIG_MAP = (
@@ -70,3 +79,34 @@ def test_bytes_are_refused_on_the_wire_not_sent_as_a_list_of_numbers(value: obje
     assert (
         str(caught.value) == f"property inputs.data has a {type(value).__name__}, which cannot go on the wire"
     )
+
+
+class _StoppedPack:
+    """What _AnalyzerClient asks of a pack process when an RPC fails: stop it, then read its stderr."""
+
+    def __init__(self) -> None:
+        self.stopped = False
+        self.stderr = ""
+
+    def stop(self) -> None:
+        self.stopped = True
+
+
+def test_only_the_rpcs_the_engine_may_skip_are_allowed_to_be_unimplemented() -> None:
+    """The CLI skips an analyzer that does not implement Handshake, ConfigureStack, Remediate or
+    AnalyzeStack (optional=True); any other RPC it needs (here Analyze) failing UNIMPLEMENTED fails the
+    preview. A gRPC server with no Analyzer service answers UNIMPLEMENTED to every call."""
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=1))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            pack = _StoppedPack()
+            client = _AnalyzerClient(channel, pack, _Deadline(30))  # type: ignore[arg-type]
+            assert client.call("Handshake", analyzer_pb2.AnalyzerHandshakeRequest(), optional=True) is None
+            assert not pack.stopped
+            with pytest.raises(PolicyPackRpcError) as caught:
+                client.call("Analyze", analyzer_pb2.AnalyzeRequest())
+            assert (caught.value.rpc, caught.value.code, pack.stopped) == ("Analyze", "UNIMPLEMENTED", True)
+    finally:
+        server.stop(None)

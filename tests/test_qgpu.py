@@ -271,6 +271,13 @@ def test_a_qgpu_pool_loads_and_plans() -> None:
             "gpushare:pools[0].native.securityGroupIds: 'sg_1' is not a security group id (sg-...)",
         ),
         (
+            lambda p: p["native"].update(
+                securityGroupIds=[]
+            ),  # the provider requires native.security_group_ids (tke-provider.md)
+            None,
+            "gpushare:pools[0].native.securityGroupIds: needs at least 1 item(s)",
+        ),
+        (
             lambda p: p["native"].update(secutiryGroupIds=["sg-1"]),
             None,
             "gpushare:pools[0].native.secutiryGroupIds: unknown key; did you mean 'securityGroupIds'?",
@@ -315,6 +322,7 @@ def test_a_qgpu_pool_loads_and_plans() -> None:
         "qgpu-label-own",
         "system-disk-type",
         "security-group",
+        "no-security-group",
         "native-key-misspelt",
         "mount-target",
         "native-without-qgpu",

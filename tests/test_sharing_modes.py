@@ -435,3 +435,15 @@ def test_a_fleet_service_may_ask_for_mps(tmp_path: Path) -> None:
     )
     code, text = run(["advise", "--fleet", str(path), "--json"])
     assert (code, json.loads(text)["services"][0]["gpus"]) == (0, 2)
+
+
+def test_json_utilization_is_the_share_of_the_gpus_memory_the_slots_take() -> None:
+    # L20 46068 MiB, 4621 MiB: 8 slots x 4621 = 36968 MiB, 36968 / 46068 = 0.80246 -> 0.8025 (MPS and
+    # time-slicing); qGPU 7 x 4621 = 32347 MiB, 32347 / 46068 = 0.70216 -> 0.7022.
+    code, text = run(["advise", "--gpu", "L20", "--measured-mib", "4621", "--json"])
+    assert code == 0
+    assert [(m["mode"], m["utilization"]) for m in json.loads(text)["modes"]] == [
+        ("mps", 0.8025),
+        ("time-slicing", 0.8025),
+        ("qgpu", 0.7022),
+    ]

@@ -60,6 +60,7 @@ def test_dates_and_date_times_are_passed_on_as_the_cli_would() -> None:
         ("2025-06-01T23:30", date(2025, 6, 1)),  # a date-time: its own calendar day
         ("2025-06-01T23:30:00-05:00", date(2025, 6, 1)),  # the day as written, not moved to UTC
         ("2025-06-01 08:00:00", date(2025, 6, 1)),
+        ("20250601T08", date(2025, 6, 1)),  # 11 characters: ISO 8601's basic date and hour, a date-time
         ("2025-6-1", None),  # 8 characters, not ISO 8601
         ("2025-06-1x", None),  # 10 characters, not a date
         ("2025-06-31", None),  # no such day

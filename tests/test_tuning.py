@@ -122,6 +122,8 @@ def test_json_keys() -> None:
         "headroomMiBPerSlot",
     } <= set(data)
     assert data["replicas"] == 8
+    # 46068 / 8 - 4621 = 5758.5 - 4621 = 1137.5 MiB a slot, kept to one decimal (not rounded to 1138).
+    assert data["headroomMiBPerSlot"] == 1137.5
 
 
 @pytest.mark.parametrize(

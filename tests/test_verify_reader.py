@@ -127,3 +127,30 @@ def test_a_hard_stop_swallowed_once_is_raised_again() -> None:
         time.sleep(5)
     assert str(raised.value) == "https://api: no complete answers within 0.2 s; verify stopped"
     assert time.monotonic() - started < 2
+
+
+def test_a_request_or_a_run_with_exactly_no_time_left_is_out_of_time() -> None:
+    """At 0 s left there is nothing to wait for an answer with: the request is not sent, and the message
+    names what ran out, the request's REQUEST_SECONDS or, when the run has 0 s left too, the run's
+    RUN_SECONDS for all its requests."""
+    from types import SimpleNamespace
+
+    import pytest
+
+    from gpushare.verify import reader
+
+    class _Spent(reader.Deadline):
+        def remaining(self) -> float:
+            return 0.0
+
+    api = SimpleNamespace(configuration=SimpleNamespace(host="https://api"))
+    request_spent = reader.BoundedGet(api)  # type: ignore[arg-type]
+    with pytest.raises(reader.ClusterUnavailable) as raised:
+        request_spent._timeout(_Spent(reader.REQUEST_SECONDS), "GET /api/v1/nodes")
+    assert str(raised.value) == "https://api: GET /api/v1/nodes: no complete answer within 30 s"
+    run_spent = reader.BoundedGet(api, run=_Spent(reader.RUN_SECONDS))  # type: ignore[arg-type]
+    with pytest.raises(reader.ClusterUnavailable) as raised:
+        run_spent._timeout(reader.Deadline(reader.REQUEST_SECONDS), "GET /api/v1/nodes")
+    assert str(raised.value) == (
+        "https://api: GET /api/v1/nodes: no answer within verify's 120 s for all its requests"
+    )

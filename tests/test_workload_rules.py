@@ -454,3 +454,55 @@ def test_plan_prints_the_policy_config_or_the_capacity_json_not_both() -> None:
     with pytest.raises(SystemExit) as refused:
         cli_main.main(["plan", "--stack", "prod", "--json", "--policy-config"], out=io.StringIO())
     assert refused.value.code == 2
+
+
+def test_a_node_affinity_term_needs_every_expression_and_one_term_is_enough() -> None:
+    """Kubernetes ANDs the matchExpressions of one nodeSelectorTerm and ORs the terms (core/v1
+    NodeSelector): a term whose second expression the node fails does not land it."""
+
+    def placement(*terms: list[tuple[str, str, list[str]]]) -> workload_fit.Placement:
+        required = {
+            "nodeSelectorTerms": [
+                {"matchExpressions": [{"key": k, "operator": o, "values": v} for k, o, v in term]}
+                for term in terms
+            ]
+        }
+        affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}}
+        found = workload_fit.placement_of({"affinity": affinity})
+        assert found is not None
+        return found
+
+    t4_node = {"gpushare.io/pool": "t4"}
+    t4_and_l20 = [("gpushare.io/pool", "In", ["t4"]), ("gpushare.io/pool", "In", ["l20"])]
+    assert placement(t4_and_l20).lands_on(t4_node) is False
+    assert placement(t4_and_l20, [("gpushare.io/pool", "In", ["t4"])]).lands_on(t4_node) is True
+
+
+def test_only_a_time_sliced_profile_refuses_two_in_a_container() -> None:
+    """The plugin refuses a request above 1 only for replicated devices (failRequestsGreaterThanOne and
+    annotated, i.e. replica, device IDs). Staging's H20 as 1 x 1g.12gb + 3 x 2g.24gb at 6000 MiB measured:
+    1g.12gb floor(0.9 x 11264 / 6000) = floor(1.69) = 1 replica of 1 instance, so 1 slot a GPU and not
+    time-sliced; 2g.24gb (22138 MiB) floor(0.9 x 22138 / 6000) = floor(3.32) = 3 replicas x 3 instances =
+    9. Two 1g.12gb in one container are allowed; two 2g.24gb are refused at admission."""
+    document = yaml.safe_load((PROJECT_DIR / "Pulumi.staging.yaml").read_text())["config"]
+    h20 = document["gpushare:pools"][0]["sharing"]
+    h20.update(migLayout={"1g.12gb": 1, "2g.24gb": 3}, layoutName="h20-1x1g.12gb-3x2g.24gb")
+    h20["timeSlicing"]["measuredMiB"] = 6000
+    values = {k if ":" in k else f"gpushare:{k}": v for k, v in document.items()}
+    config = from_config_values(values, stack="staging", source="Pulumi.staging.yaml", secret_keys=set())
+    offers = pool_offers(build_plan(config))
+    assert [(r.resource, r.slots_per_gpu) for r in next(o for o in offers if o.pool == "h20").resources] == [
+        ("nvidia.com/mig-1g.12gb", 1),
+        ("nvidia.com/mig-2g.24gb", 9),
+    ]
+    unshared = _deployment("h20", {"limits": {"nvidia.com/mig-1g.12gb": 2}})
+    assert workload_fit.judge(unshared, offers) == []
+    shared = _deployment("h20", {"limits": {"nvidia.com/mig-2g.24gb": 2}})
+    assert [(f.rule, f.message) for f in workload_fit.judge(shared, offers)] == [
+        (
+            "workload-gpu-request",
+            "Deployment ns/svc: container c asks nvidia.com/mig-2g.24gb: 2 on pool h20, which shares it with "
+            "failRequestsGreaterThanOne: the plugin refuses the pod at admission (UnexpectedAdmissionError). "
+            "Ask for nvidia.com/mig-2g.24gb: 1 per container and run 2 times as many replicas.",
+        )
+    ]

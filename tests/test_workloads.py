@@ -330,3 +330,24 @@ def test_the_packs_model_of_tkes_daemonset_is_the_recorded_one() -> None:
     assert model.image == container["image"]
     assert model.placement is not None and dict(model.placement.node_selector) == pod["nodeSelector"]
     assert (model.namespace, model.name) == (recorded["metadata"]["namespace"], recorded["metadata"]["name"])
+
+
+def test_a_config_file_flag_without_its_value_names_no_file(prod: Program) -> None:
+    """`--config-file` as the last argument has no value to read (the plugin's flag parser stops: "flag
+    needs an argument"), so the rules see no config file named, not a crash of the pack."""
+    env = [{"name": "CONFIG_FILE", "value": CONFIG_DIR}]
+    last = _l20_plugin(prod, ["--fail-on-init-error=false", "--config-file"], env)
+    assert messages_of("config-file-not-directory", [last]) == []  # it exits before reading CONFIG_FILE
+    assert messages_of("device-plugin-config-valid", prod.but(last)) == [
+        "DaemonSet kube-system/nvidia-device-plugin-daemonset-l20: device plugin 0.14.5 refuses its command "
+        "line: flag needs an argument: -config-file"
+    ]
+
+
+def test_a_release_with_an_empty_config_map_has_no_config_to_judge(staging: Program) -> None:
+    """The chart treats an empty `config.map` as none (_helpers.tpl: `if empty .Values.config.map`, so no
+    ConfigMap name and no embedded config): `config.default: any` then names a key of nothing the plugin
+    reads, and config-key-exists has no key list to hold it against (not "keys: none")."""
+    release = copy.deepcopy(staging.get(RELEASE))
+    release.props["values"]["config"]["map"] = {}
+    assert messages_of("config-key-exists", staging.but(release)) == []

@@ -73,3 +73,10 @@ def test_brackets_in_quotes_and_comments_are_not_nesting() -> None:
     check_flow_depth("a: x[" * 300 + "\n")  # inside a plain scalar: no flow collection
     with pytest.raises(YamlTooDeepError):
         check_flow_depth("a: " + "[" * 201)
+
+
+def test_a_doubled_quote_keeps_a_single_quoted_scalar_open() -> None:
+    # YAML writes a ' inside a single-quoted scalar as ''; the 300 brackets after it are still text. Were
+    # the scalar taken as closed at the first ', the second could not reopen it (a quote opens a scalar
+    # only after a space, ':', ',' ... at the top level), and the brackets would count as 300 levels.
+    check_flow_depth("a: 'it''s " + "[" * 300 + "'\n")
