@@ -55,6 +55,10 @@ class ResourceOffer:
     """GPU memory one slot may use: floor(ceiling x memory of its unit / replicas of the unit)."""
     budget_rule: str
     """How `budget_mib` was computed, with the numbers, for messages."""
+    replicas: int
+    """Time-slicing replicas of one unit (a whole GPU, or one MIG instance): a container may ask for more
+    than one only where this is 1, since the plugin's failRequestsGreaterThanOne refuses replicated devices
+    alone. Not slots per GPU: 6 unreplicated 1g.12gb instances are 6 slots a GPU, none shared."""
 
 
 @dataclass(frozen=True)
@@ -90,7 +94,7 @@ class PoolOffer:
 
     def shared(self, resource: str) -> bool:
         offer = self.offer(resource)
-        return offer is not None and (offer.slots_per_gpu > 1 or self.mode == mps.MODE)
+        return offer is not None and (offer.replicas > 1 or self.mode == mps.MODE)
 
     def slots_per_node(self, resource: str) -> int:
         offer = self.offer(resource)
@@ -116,6 +120,7 @@ class PoolOffer:
                     "slotsPerGpu": r.slots_per_gpu,
                     "budgetMiB": r.budget_mib,
                     "budgetRule": r.budget_rule,
+                    "replicas": r.replicas,
                 }
                 for r in self.resources
             ],
@@ -147,7 +152,7 @@ def _whole_gpus(plan: PoolPlan, ceiling: float) -> tuple[ResourceOffer, ...]:
     # Time-slicing tuned below 2 replicas shares nothing: one slot a GPU, as exclusive.
     slots = plan.slots_per_gpu
     budget, rule = _budget(ceiling, plan.gpu.memory_mib, slots, plan.gpu.key)
-    return (ResourceOffer(GPU_RESOURCE, slots, budget, rule),)
+    return (ResourceOffer(GPU_RESOURCE, slots, budget, rule, replicas=slots),)
 
 
 @offers_for(mps.MODE)
@@ -157,7 +162,7 @@ def _mps_clients(plan: PoolPlan, ceiling: float) -> tuple[ResourceOffer, ...]:
     if limit is None:  # fewer than 2 replicas: not shared
         return _whole_gpus(plan, ceiling)
     budget, rule = _budget(ceiling, limit, 1, "MPS client limit")
-    return (ResourceOffer(GPU_RESOURCE, slots, budget, rule),)
+    return (ResourceOffer(GPU_RESOURCE, slots, budget, rule, replicas=slots),)
 
 
 @offers_for("mig")
@@ -169,13 +174,13 @@ def _mig_instances(plan: PoolPlan, ceiling: float) -> tuple[ResourceOffer, ...]:
         (profile,) = plan.mig_profiles
         memory = plan.gpu.mig_profile(profile.profile).memory_mib
         budget, rule = _budget(ceiling, memory, 1, f"MIG {profile.profile}")
-        return (ResourceOffer(GPU_RESOURCE, profile.slots_per_gpu, budget, rule),)
+        return (ResourceOffer(GPU_RESOURCE, profile.slots_per_gpu, budget, rule, replicas=1),)
     offers = []
     for profile in sorted(plan.mig_profiles, key=lambda p: p.profile):
         memory = plan.gpu.mig_profile(profile.profile).memory_mib
         budget, rule = _budget(ceiling, memory, profile.replicas, f"MIG {profile.profile}")
         resource = plan.gpu.mig_profile(profile.profile).resource_name
-        offers.append(ResourceOffer(resource, profile.slots_per_gpu, budget, rule))
+        offers.append(ResourceOffer(resource, profile.slots_per_gpu, budget, rule, replicas=profile.replicas))
     return tuple(offers)
 
 
@@ -187,7 +192,8 @@ def _qgpu_slices(plan: PoolPlan, ceiling: float) -> tuple[ResourceOffer, ...]:
     assert sizing is not None
     budget = sizing.memory_gib * 1024
     rule = f"{sizing.memory_gib} GiB qGPU slice (ceil({sizing.measured_mib} MiB / {ceiling:g}) in whole GiB)"
-    return (ResourceOffer(qgpu.RESOURCE_MEMORY, sizing.slots_per_gpu, budget, rule),)
+    # qGPU slices are no NVIDIA replicas: a container may ask for several GiB of qgpu-memory.
+    return (ResourceOffer(qgpu.RESOURCE_MEMORY, sizing.slots_per_gpu, budget, rule, replicas=1),)
 
 
 def pool_node_labels(stack: StackConfig, plan: PoolPlan) -> dict[str, str]:
@@ -229,7 +235,7 @@ def pool_offer(stack: StackConfig, plan: PoolPlan) -> PoolOffer:
             "its function with @offers_for in gpushare/pool_offers.py"
         )
     resources = offers(plan, stack.sharing.utilization_ceiling)
-    shared = any(r.slots_per_gpu > 1 for r in resources) or (plan.mps and bool(plan.shared))
+    shared = any(r.replicas > 1 for r in resources) or (plan.mps and bool(plan.shared))
     return PoolOffer(
         pool=pool.name,
         gpu=pool.gpu,
@@ -261,6 +267,7 @@ _RESOURCE_SCHEMA: Final[dict[str, Any]] = {
         "slotsPerGpu": {"type": "integer", "minimum": 1},
         "budgetMiB": {"type": "integer", "minimum": 0},
         "budgetRule": {"type": "string"},
+        "replicas": {"type": "integer", "minimum": 1},
     },
 }
 _POOL_SCHEMA: Final[dict[str, Any]] = {
@@ -327,7 +334,12 @@ def offers_from_json(document: object) -> tuple[PoolOffer, ...] | None:
         try:
             resources = tuple(
                 ResourceOffer(
-                    str(r["name"]), int(r["slotsPerGpu"]), int(r["budgetMiB"]), str(r.get("budgetRule", ""))
+                    str(r["name"]),
+                    int(r["slotsPerGpu"]),
+                    int(r["budgetMiB"]),
+                    str(r.get("budgetRule", "")),
+                    # A plan written before `replicas` existed: every slot counted as shared, as it was then.
+                    replicas=int(r.get("replicas", r["slotsPerGpu"])),
                 )
                 for r in raw["resources"]
             )

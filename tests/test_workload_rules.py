@@ -33,6 +33,7 @@ from gpushare.pool_offers import (
     WORKLOAD_POLICIES,
     PoolOffer,
     Taint,
+    offers_from_json,
     plan_json,
     pool_offers,
 )
@@ -168,6 +169,7 @@ def test_plan_policy_config_holds_the_plan_for_every_workload_policy(plan_config
             "slotsPerGpu": 8,
             "budgetMiB": 5182,
             "budgetRule": "floor(0.9 x 46068 MiB L20 / 8)",
+            "replicas": 8,  # a whole L20 time-sliced 8 ways
         }
     ]
     assert by_pool["t4"]["resources"][0]["slotsPerGpu"] == 3
@@ -506,3 +508,34 @@ def test_only_a_time_sliced_profile_refuses_two_in_a_container() -> None:
             "Ask for nvidia.com/mig-2g.24gb: 1 per container and run 2 times as many replicas.",
         )
     ]
+
+
+def test_unreplicated_mig_instances_are_many_slots_and_none_shared() -> None:
+    """Staging's H20 as 7 x 1g.12gb at 6000 MiB measured: floor(0.9 x 11264 / 6000) = floor(1.69) = 1 replica
+    of each instance, so 7 slots a GPU and none of them a replica: the plugin writes no
+    failRequestsGreaterThanOne for them and takes two in one container. Counting slots per GPU as sharing
+    (before `ResourceOffer.replicas`) refused that pod."""
+    document = yaml.safe_load((PROJECT_DIR / "Pulumi.staging.yaml").read_text())["config"]
+    h20 = document["gpushare:pools"][0]["sharing"]
+    h20.update(migLayout={"1g.12gb": 7}, layoutName="h20-7x1g.12gb")
+    h20["timeSlicing"]["measuredMiB"] = 6000
+    values = {k if ":" in k else f"gpushare:{k}": v for k, v in document.items()}
+    config = from_config_values(values, stack="staging", source="Pulumi.staging.yaml", secret_keys=set())
+    offers = pool_offers(build_plan(config))
+    h20_offer = next(o for o in offers if o.pool == "h20")
+    assert [(r.resource, r.slots_per_gpu, r.replicas) for r in h20_offer.resources] == [
+        ("nvidia.com/mig-1g.12gb", 7, 1)
+    ]
+    assert h20_offer.shared("nvidia.com/mig-1g.12gb") is False
+    two = _deployment("h20", {"limits": {"nvidia.com/mig-1g.12gb": 2}})
+    assert workload_fit.judge(two, offers) == []
+    # The plan as the pack's policy config carries the replicas, and a plan written before them reads as
+    # before (every slot counted as shared).
+    (read,) = [o for o in offers_from_json(plan_json(build_plan(config))) or () if o.pool == "h20"]
+    assert read.resources == h20_offer.resources
+    legacy = plan_json(build_plan(config))
+    for pool in legacy["pools"]:
+        for resource in pool["resources"]:
+            del resource["replicas"]
+    (old,) = [o for o in offers_from_json(legacy) or () if o.pool == "h20"]
+    assert [r.replicas for r in old.resources] == [7]
