@@ -77,11 +77,11 @@ $(SCAN_VENV)/.installed: requirements-scan.txt $(VENV)/.installed
 scan: $(SCAN_VENV)/.installed
 	$(PY) -m gpushare.cli.scan out/$(STACK)/manifests --checkov $(SCAN_VENV)/bin/checkov
 
-# Render, policy-check and scan every stack in the repo (CI does this after the tests).
+# Render, policy-check (inside the charts too) and scan every stack in the repo (CI does this after the tests).
 ci-stacks: $(VENV)/.installed $(SCAN_VENV)/.installed
 	set -e; for stack in $(STACKS); do \
 	  $(PY) -m gpushare render --stack $$stack --out out/$$stack $(CHART_ARGS); \
-	  $(PY) -m gpushare check --stack $$stack $(CHART_ARGS); \
+	  $(PY) -m gpushare check --stack $$stack --inside-charts $(CHART_ARGS); \
 	  $(PY) -m gpushare.cli.scan out/$$stack/manifests --checkov $(SCAN_VENV)/bin/checkov; \
 	done
 

@@ -13,6 +13,7 @@ import yaml
 from conftest import FIXTURES, PROJECT_DIR, STACKS, device_plugin_mode, pinned_charts
 
 from gpushare import kube_names
+from gpushare.cli import main as cli_main
 from gpushare.offline import policy_driver
 from gpushare.offline.chart_render import RenderedRelease, render_releases
 from gpushare.offline.chart_sources import ChartSources
@@ -247,6 +248,45 @@ def test_chart_rendered_objects_reach_the_pack_as_children_of_their_release(
     ]
     role = next(r for r in rendered if r.type == "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole")
     assert role.name == f"{release_resource.name}:nvidia-device-plugin-role"  # cluster-scoped: no namespace
+
+
+def test_check_judges_what_the_engine_hands_the_pack_and_inside_the_charts_only_when_asked() -> None:
+    # dev runs the device-plugin chart 0.17.1 with no image set: the one tag-only image is judged on the
+    # Release (what `pulumi preview` shows the pack), and with --inside-charts on the chart's DaemonSet too.
+    if HELM_STACK is None:
+        pytest.skip("no stack uses devicePlugin.mode helm")
+    pinned_charts()
+    release_urn = (
+        f"urn:pulumi:{HELM_STACK}::gpushare::gpushare:index:GpuSharingCluster$gpushare:helm:DevicePluginRelease"
+        "$kubernetes:helm.sh/v3:Release::gpushare-device-plugin-release"
+    )
+    chart_daemon_set_urn = (
+        f"{release_urn.rpartition('::')[0]}$kubernetes:apps/v1:DaemonSet::"
+        "gpushare-device-plugin-release:nvidia-device-plugin/nvidia-device-plugin"
+    )
+
+    def pinned_verdicts(**kwargs: bool) -> list[str]:
+        report = check_stack(PROJECT_DIR, HELM_STACK, **kwargs).report
+        return sorted(d.urn for d in report.diagnostics if d.policy_name == "plugin-image-pinned")
+
+    assert pinned_verdicts() == [release_urn]
+    assert pinned_verdicts(inside_charts=True) == sorted([release_urn, chart_daemon_set_urn])
+
+
+@pytest.mark.parametrize(("flags", "on_the_chart_daemon_set"), [([], False), (["--inside-charts"], True)])
+def test_the_cli_judges_inside_the_charts_with_inside_charts(
+    flags: list[str], on_the_chart_daemon_set: bool, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if HELM_STACK is None:
+        pytest.skip("no stack uses devicePlugin.mode helm")
+    pinned_charts()
+    status = cli_main.main(["check", "--stack", HELM_STACK, "--dir", str(PROJECT_DIR), *flags])
+    out = capsys.readouterr().out
+    assert status == 0  # advisories only
+    # The chart's DaemonSet as the pack names it (its type and `<release resource>:<namespace>/<name>`).
+    daemon_set = "(kubernetes:apps/v1:DaemonSet: gpushare-device-plugin-release:nvidia-device-plugin/nvidia-device-plugin)"
+    assert (daemon_set in out) is on_the_chart_daemon_set
+    assert out.count("[advisory]  plugin-image-pinned") == (2 if on_the_chart_daemon_set else 1)
 
 
 def test_a_plugin_daemon_set_rendered_from_another_chart_counts_as_a_second_plugin(

@@ -1231,6 +1231,51 @@ def test_tag_only_plugin_images_are_advised_and_digests_pass(prod: Program) -> N
     assert messages_of("plugin-image-pinned", [prod.get("gpushare-managed-plugin-patch")]) == []
 
 
+def test_the_device_plugin_charts_image_is_judged_on_its_release(staging: Program) -> None:
+    # The engine hands the pack the Release alone, so the image its DaemonSet will run is read from the
+    # values: chart 0.17.1's `fullimage` is image.repository:image.tag, an empty tag being v<appVersion>,
+    # and its values.yaml repository nvcr.io/nvidia/k8s-device-plugin. The program sets no image here.
+    release = staging.get("gpushare-device-plugin-release")
+    assert "image" not in release.props["values"]
+    (message,) = messages_of("plugin-image-pinned", [release])
+    assert message == (
+        "Helm release nvidia-device-plugin/nvidia-device-plugin (chart nvidia-device-plugin 0.17.1): image "
+        "nvcr.io/nvidia/k8s-device-plugin:v0.17.1 is named by tag only; a tag can be moved to other bytes "
+        "underneath the stack. Pin it: devicePlugin.image: <repo>:<tag>@sha256:<digest> (the digest a node "
+        "runs: `kubectl get pods -n <ns> -o jsonpath='{..imageID}'`)."
+    )
+    digest = "sha256:" + "0123456789abcdef" * 4
+
+    def with_image(image: dict[str, Any], version: Any = "0.17.1") -> Res:
+        changed = copy.deepcopy(release)
+        changed.props["values"]["image"] = image
+        changed.props["version"] = version
+        return changed
+
+    (mirrored,) = messages_of(
+        "plugin-image-pinned", [with_image({"repository": "mirror/dp", "tag": "v0.17.1"})]
+    )
+    assert "image mirror/dp:v0.17.1 is named by tag only" in mirrored
+    (own_tag,) = messages_of("plugin-image-pinned", [with_image({"tag": "v0.17.0"})])
+    assert "image nvcr.io/nvidia/k8s-device-plugin:v0.17.0 is named" in own_tag
+    (v_version,) = messages_of("plugin-image-pinned", [with_image({}, version="v0.16.2")])
+    assert "image nvcr.io/nvidia/k8s-device-plugin:v0.16.2 is named" in v_version  # one v, not two
+    # Pinned: a digest after the tag (the chart joins repository and tag with one colon).
+    assert messages_of("plugin-image-pinned", [with_image({"tag": f"v0.17.1@{digest}"})]) == []
+    # Not judged: an unknown tag (preview), an empty tag on a chart of no exact version (its appVersion is
+    # not known), and the operator's release, whose operator names the plugin's image at run time.
+    assert messages_of("plugin-image-pinned", [with_image({"tag": UNKNOWN})]) == []
+    assert messages_of("plugin-image-pinned", [with_image({"repository": UNKNOWN, "tag": "v1"})]) == []
+    assert messages_of("plugin-image-pinned", [with_image({"tag": ""}, version=None)]) == []
+    assert messages_of("plugin-image-pinned", [with_image({}, version="~0.17")]) == []
+    operator = Res(
+        HELM_RELEASE,
+        "op",
+        {"chart": "gpu-operator", "version": "v26.7.0", "namespace": "gpu-operator", "values": {}},
+    )
+    assert messages_of("plugin-image-pinned", [operator]) == []
+
+
 def test_the_operator_release_is_modelled_as_plugin_0_20_0_on_nfd_gpu_nodes() -> None:
     # Hand-built on purpose: the chart's defaults alone (empty values), which the program never sends.
     release = Resource(

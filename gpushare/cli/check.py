@@ -65,6 +65,7 @@ def _check(check_stack: Callable[..., CheckResult], args: argparse.Namespace, ou
         policy_config=policy_config,
         pack_dir=_pack_dir(args),
         chart_sources=chart_sources_from(args),
+        inside_charts=args.inside_charts,
     )
     report = result.report
     for warning in result.chart_warnings:
@@ -91,6 +92,12 @@ def add_parser(sub: Any) -> None:
         "--policy-pack",
         metavar="DIR",
         help="the policy pack to run (default: the project's policies/), as `pulumi preview --policy-pack DIR`",
+    )
+    p.add_argument(
+        "--inside-charts",
+        action="store_true",
+        help="also hand the pack every object the stack's Helm charts render, as children of their release "
+        "(`pulumi preview` hands it the release alone, so its verdicts can then exceed preview's)",
     )
     chart_arguments(p)
     p.set_defaults(run=cmd_check)

@@ -4,11 +4,15 @@ What `pulumi preview --policy-pack policies` would report, without an engine: th
 offline render's (inputs for `Analyze`, outputs for `AnalyzeStack`), the pack is started with
 `python -m pulumi.policy <engine> policies` and driven over gRPC.
 
-One addition the CLI does not make: every object a Helm release's chart creates, rendered as `render`
-renders it (`gpushare.offline.chart_render`), is passed to the pack as a resource of its own, a child of its
-Release (URN `...kubernetes:helm.sh/v3:Release$<type>::<release resource>:<namespace>/<name>`, which
+By default the pack gets exactly what the engine hands it, so `check` and `pulumi preview --policy-pack`
+give the same verdicts (test-engine holds them equal on every stack). One addition is opt-in
+(`inside_charts`, `check --inside-charts`): every object a Helm release's chart creates, rendered as
+`render` renders it (`gpushare.offline.chart_render`), is passed to the pack as a resource of its own, a child
+of its Release (URN `...kubernetes:helm.sh/v3:Release$<type>::<release resource>:<namespace>/<name>`, which
 `gpushare.resource_types.is_chart_rendered` recognises). With `pulumi preview` a Release is one resource
-holding its values; the pack sees what the chart creates only here.
+holding its values; the pack sees what a chart creates (a vendor chart's second device plugin, say) only
+there, and its verdicts can then exceed preview's. The charts are rendered either way: a chart that does not
+render fails `render`, `check` and the engine's preview alike.
 """
 
 from __future__ import annotations
@@ -167,9 +171,11 @@ def check_stack(
     policy_config: Mapping[str, Any] | None = None,
     pack_dir: Path | None = None,
     chart_sources: ChartSources | None = None,
+    inside_charts: bool = False,
 ) -> CheckResult:
     """Render `stack` (charts included, found through `chart_sources`, default from the environment) and
-    run the pack over it; the chart errors are `render`'s, so both commands give the same verdict."""
+    run the pack over what the engine would hand it, and with `inside_charts` over the charts' objects too;
+    the chart errors are `render`'s, so both commands give the same verdict."""
     project_dir = Path(project_dir)
     pack = pack_dir or project_dir / POLICY_PACK_DIR
     _check_config_fits_environment(validated_stack(project_dir, stack))
@@ -183,7 +189,7 @@ def check_stack(
     try:
         report = policy_driver.run_policy_pack(
             pack,
-            analyzed_resources(stack_run, releases),
+            analyzed_resources(stack_run, releases if inside_charts else ()),
             stack=stack,
             project=PROJECT,
             config=stack_run.raw_config,

@@ -290,13 +290,16 @@ def _check_chart_pinned(args: ResourceValidationArgs, report_violation: ReportVi
 
 
 def _check_image_pinned(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
-    daemon_set = daemon_set_plugin(resource_of(args))
+    resource = resource_of(args)
+    # A DaemonSet, or the device-plugin chart's release, whose values name the image its DaemonSet runs
+    # (the engine hands the pack the Release alone, never the DaemonSet the chart makes of it).
+    plugin = daemon_set_plugin(resource) or helm_plugin(resource)
     # A patch that sets no image keeps TKE's; an unknown image (preview) cannot be judged.
-    if daemon_set is None or not daemon_set.image:
+    if plugin is None or not plugin.image:
         return
-    if plugin_pod.image_digest(daemon_set.image) is None:
+    if plugin_pod.image_digest(plugin.image) is None:
         report_violation(
-            f"{daemon_set.label}: image {daemon_set.image} is named by tag only; a tag can be moved to "
+            f"{plugin.label}: image {plugin.image} is named by tag only; a tag can be moved to "
             "other bytes underneath the stack. Pin it: devicePlugin.image: <repo>:<tag>@sha256:<digest> "
             "(the digest a node runs: `kubectl get pods -n <ns> -o jsonpath='{..imageID}'`).",
             None,
@@ -402,8 +405,8 @@ HELM_CHART_PINNED: Final = ResourceValidationPolicy(
 )
 PLUGIN_IMAGE_PINNED: Final = ResourceValidationPolicy(
     name="plugin-image-pinned",
-    description="A device-plugin DaemonSet's image is pinned by digest (repo:tag@sha256:...), not by tag "
-    "alone.",
+    description="A device-plugin DaemonSet's image, and the one the device-plugin chart's values give its "
+    "DaemonSet, is pinned by digest (repo:tag@sha256:...), not by tag alone.",
     validate=_check_image_pinned,
     enforcement_level=EnforcementLevel.ADVISORY,
 )

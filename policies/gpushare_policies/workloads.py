@@ -59,6 +59,8 @@ OPERATOR_DEFAULT_MIG_STRATEGY: Final = "single"
 _DEVICE_PLUGIN_IMAGE = re.compile(r"(^|/)(k8s|nvidia)-device-plugin([:@]|$)")
 # NFD's label for an NVIDIA PCI device (vendor 10de); the chart's default affinity accepts it.
 NFD_NVIDIA_PCI_LABEL: Final = "feature.node.kubernetes.io/pci-10de.present"
+# The device-plugin chart's default `image.repository` (values.yaml of 0.17.1, the pinned chart).
+_CHART_DEFAULT_IMAGE_REPOSITORY: Final = "nvcr.io/nvidia/k8s-device-plugin"
 _CHART_DEFAULT_AFFINITY_LABELS: Final = (
     (NFD_NVIDIA_PCI_LABEL, "true"),
     ("feature.node.kubernetes.io/cpu-model.vendor_id", "NVIDIA"),
@@ -634,6 +636,26 @@ class HelmPlugin:
             root = dig(self.values, "mps", "root")
             overrides["mpsRoot"] = root if isinstance(root, str) else device_plugin.CHART_MPS_ROOT
         return overrides
+
+    @property
+    def image(self) -> str | None:
+        """The image the device-plugin chart runs its plugin with: `image.repository:image.tag`, an empty
+        tag being `v<appVersion>` (the chart's `fullimage`; its appVersion is its version). None where it
+        cannot be told: a value unknown at preview, a chart of unknown version left to default its tag,
+        and the operator's chart, whose operator names the plugin's image at run time."""
+        if self.is_operator:
+            return None
+        image = self.values.get("image")
+        repository = dig(image, "repository")
+        tag = dig(image, "tag")
+        if repository is UNKNOWN or tag is UNKNOWN:
+            return None
+        if not tag:  # the chart's appVersion is its own version (NVIDIA releases them together)
+            chart_version = self.chart_version
+            tag = f"v{chart_version.removeprefix('v')}" if chart_version and self.version else None
+        if not isinstance(tag, str):
+            return None
+        return f"{text(repository) or _CHART_DEFAULT_IMAGE_REPOSITORY}:{tag}"
 
     def config_map_name(self) -> str | None:
         """An external ConfigMap (`config.name`) instead of the chart-built one; the operator's chart
