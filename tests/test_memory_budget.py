@@ -309,6 +309,37 @@ def test_an_exporter_that_does_not_answer(
     ]
 
 
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [
+        # Not a Status object (a proxy in between answering in text): its first line is what is said.
+        (
+            b"upstream connect error or disconnect/reset before headers",
+            "upstream connect error or disconnect/reset before headers",
+        ),
+        (b"", "no body"),
+    ],
+    ids=["text", "empty"],
+)
+def test_an_exporter_proxy_error_that_is_not_a_status_says_its_body(
+    server: FakeApiServer, kubeconfig: Path, prod_base: list[Obj], body: bytes, said: str
+) -> None:
+    server.load(copy.deepcopy(prod_base) + exporter_objects("tke", seed_gpus()))
+    server.override = lambda path, query: Reply(502, body) if path.endswith("/proxy/metrics") else None
+    out = io.StringIO()
+    code = cli_main.main(["verify", "--stack", "prod", "--kubeconfig", str(kubeconfig), "--json"], out=out)
+    assert code == 0
+    assert memory(json.loads(out.getvalue())) == [
+        (
+            "warning",
+            f"pod/kube-system/nvidia-gpu-exporter-n{node[-2:]}",
+            f"tke-gpu-exporter pod/kube-system/nvidia-gpu-exporter-n{node[-2:]} on node {node}: the pod proxy "
+            f"answered 502: {said}",
+        )
+        for node in (L20_NODE, T4_NODE)
+    ]
+
+
 def test_an_exporter_that_hangs_is_cut_off(
     server: FakeApiServer, kubeconfig: Path, prod_base: list[Obj], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -587,3 +618,30 @@ def test_a_page_of_exactly_the_bound_is_read_one_byte_more_is_not(
         )
     ]
     assert memory(report) == ([] if over == 0 else not_read)
+
+
+@pytest.mark.parametrize("over", [0, 1])
+def test_a_prometheus_answer_of_exactly_the_bound_is_read_one_byte_more_is_not(
+    server: FakeApiServer, kubeconfig: Path, prod_base: list[Obj], monkeypatch: pytest.MonkeyPatch, over: int
+) -> None:
+    """The same "at most" for Prometheus' answers: an empty vector padded with spaces (JSON ignores them) to
+    exactly MAX_PAGE_BYTES is read (no series: each metric asked for is answered and none is said larger);
+    one byte longer, each is named as not read. The bound is set from the answer's own length."""
+    answer = (
+        json.dumps({"status": "success", "data": {"resultType": "vector", "result": []}}) + " " * 4000
+    ).encode()
+    monkeypatch.setattr(live, "MAX_PAGE_BYTES", len(answer) - over)
+    server.load(copy.deepcopy(prod_base))
+    server.override = lambda path, query: (
+        Reply(200, answer) if path == PROMETHEUS_PATH + "/api/v1/query" else None
+    )
+    url = server.url + PROMETHEUS_PATH
+    out = io.StringIO()
+    args = ["verify", "--stack", "prod", "--kubeconfig", str(kubeconfig), "--json", "--prometheus", url]
+    assert cli_main.main(args, out=out) == 0
+    too_large = [
+        ("warning", "prometheus", f"Prometheus at {url}: {metric}: answer larger than 0 MiB")
+        for metric in ("DCGM_FI_DEV_FB_USED", "nvidia_smi_memory_used_bytes", "gpu_mem_usage")
+    ]
+    found = [f for f in memory(json.loads(out.getvalue())) if f[1] == "prometheus"]
+    assert found == ([] if over == 0 else too_large)

@@ -172,3 +172,23 @@ def test_an_mps_pools_measurement_is_held_to_the_same_age(dev: Program, fixed_to
     )
     fixed_today(date(2025, 6, 2))
     assert messages_of("time-slicing-measurement-fresh", dev.resources) == []
+
+
+def test_an_untuned_mps_entry_does_not_end_the_files_judgement(dev: Program) -> None:
+    """Two MPS resources in the l20 file: the first, a MIG profile, has no basis on an L20 (no MIG there);
+    the second, nvidia.com/gpu at 9, is still judged against floor(0.9 x 46068 / 4621) = 8."""
+
+    def two(values: dict) -> None:
+        values["config"]["map"]["l20"] = mps_text(replicas=9).replace(
+            "    resources:\n",
+            "    resources:\n    - name: nvidia.com/mig-1g.12gb\n      replicas: 2\n",
+        )
+
+    found = verdicts(_dev_with(dev, edit_values=two))["mps-replicas-tuned"]
+    assert found == [
+        f"{DEV_L20}: MPS nvidia.com/mig-1g.12gb replicas 2 is not tuned: nvidia.com/mig-1g.12gb is not a MIG "
+        "profile of L20. Measure the largest process and give it to the pool (sharing.measuredMiB); replica "
+        "counts are derived, never typed.",
+        f"{DEV_L20}: MPS nvidia.com/gpu replicas 9 exceeds the tuned maximum 8 = floor(0.9 x 46068 MiB L20 "
+        "/ 4621 MiB measured, annotation gpushare.io/tuning-l20).",
+    ]

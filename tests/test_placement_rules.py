@@ -152,3 +152,32 @@ def test_a_chart_release_after_a_disabled_one_is_still_judged(
             release.urn,
         )
     ]
+
+
+def test_a_chart_release_after_one_whose_selector_skips_every_pool_is_still_judged(
+    staging: Program, use_stack: Callable[..., None]
+) -> None:
+    """A first release whose nodeSelector names no pool's label is blocked on no pool (it never meant to
+    land there); the release after it still schedules on no H20 or L20 node once the pools lose
+    nvidia.com/gpu.present=true, as in the stack without the first one."""
+    use_stack(HELM_MIG)
+    unlabelled = copy.deepcopy(staging.resources)
+    for res in unlabelled:
+        res.props.get("labels", {}).pop(kube_names.LABEL_GPU_PRESENT, None)
+    release = next(r for r in unlabelled if r.name == "gpushare-device-plugin-release")
+    elsewhere = copy.deepcopy(release)
+    elsewhere.name = "other-device-plugin-release"
+    elsewhere.props["name"] = "other-device-plugin"
+    elsewhere.props["values"]["nodeSelector"] = {"example.com/pool": "cpu-only"}
+    schedulable = rules.POLICIES_BY_NAME["helm-plugin-schedulable"]
+    found = stack_messages(schedulable, [elsewhere, *unlabelled])  # type: ignore[arg-type]
+    assert found == [
+        (
+            "Helm release nvidia-device-plugin/nvidia-device-plugin (chart nvidia-device-plugin 0.17.1) "
+            "schedules on no node of pool(s) h20, l20 (on no GPU pool at all): chart >= 0.15 requires NFD's "
+            "NVIDIA PCI label or nvidia.com/gpu.present=true on the node, and there is no "
+            "node-feature-discovery (gfd.enabled / nfd.enabled, or sharing.devicePlugin.nfdPresent). Label "
+            "the pools nvidia.com/gpu.present=true or enable GFD.",
+            release.urn,
+        )
+    ]

@@ -142,3 +142,23 @@ def test_a_measured_at_whose_date_is_no_day_is_not_a_date(
     assert messages_of("time-slicing-measurement-fresh", [cm]) == [
         _stale("l20", "2025-06-31T08:00:00Z", "which is not a date in the past")
     ]
+
+
+def test_a_key_with_no_measurement_behind_it_is_left_to_the_tuning_policy(
+    prod: Program, fixed_today: Callable[[date], None]
+) -> None:
+    """No stack config (the annotations are the basis), day 181 for every dated key: a key with no
+    annotation at all and one whose annotation names a GPU and a date but no measuredMiB are not aged here
+    (time-slicing-replicas-tuned reports them); the keys after them still are."""
+    fixed_today(DAY_181)
+    cm = _l20_measured_at(prod, "2025-06-01")
+    annotations = cm.props["metadata"]["annotations"]
+    provenance = json.loads(annotations[kube_names.tuning_annotation("l20")])
+    del provenance["measuredMiB"]
+    annotations[kube_names.tuning_annotation("l20")] = json.dumps(provenance)
+    cm = with_data(cm, "a-foreign-key", cm.props["data"]["t4"])  # shared, and no annotation
+    old = "181 days ago, older than 180 days"
+    assert messages_of("time-slicing-measurement-fresh", [cm]) == [
+        _stale("any", "2025-06-01", old),
+        _stale("t4", "2025-06-01", old),
+    ]

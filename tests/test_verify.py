@@ -634,7 +634,11 @@ def test_mig_node_with_another_partition(
     )
     code, report = verify(server, kubeconfig, objects, stack="verifymig", project_dir=project)
     assert (code, checks(report)) == (1, ["mig-config-state", "slots-allocatable"])
-    assert "advertises nvidia.com/mig-3g.48gb" in finding(report, "mig-config-state")["message"]
+    # The layout all-1g.12gb plans one resource per node: nvidia.com/mig-1g.12gb.
+    assert finding(report, "mig-config-state")["message"] == (
+        "pool h20: advertises nvidia.com/mig-3g.48gb, which layout all-1g.12gb does not have (planned: "
+        "nvidia.com/mig-1g.12gb); the node's MIG partition differs from the layout"
+    )
     assert (
         "is 8, the plan gives 14 (7 instances x 2 replicas x 1 GPU(s))"
         in finding(report, "slots-allocatable")["message"]

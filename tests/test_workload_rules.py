@@ -539,3 +539,22 @@ def test_unreplicated_mig_instances_are_many_slots_and_none_shared() -> None:
             del resource["replicas"]
     (old,) = [o for o in offers_from_json(legacy) or () if o.pool == "h20"]
     assert [r.replicas for r in old.resources] == [7]
+
+
+def test_single_strategy_mig_instances_are_whole_slots_none_shared() -> None:
+    """Staging's H20 as 7 x 1g.12gb, not time-sliced: one profile, so the single strategy advertises the 7
+    instances as nvidia.com/gpu, 7 slots a GPU and each a whole instance (1 replica); the plugin takes two
+    in one container, so no workload rule refuses that pod."""
+    document = yaml.safe_load((PROJECT_DIR / "Pulumi.staging.yaml").read_text())["config"]
+    h20 = document["gpushare:pools"][0]["sharing"]
+    h20.update(migLayout={"1g.12gb": 7}, layoutName="h20-7x1g.12gb")
+    del h20["timeSlicing"]
+    values = {k if ":" in k else f"gpushare:{k}": v for k, v in document.items()}
+    config = from_config_values(values, stack="staging", source="Pulumi.staging.yaml", secret_keys=set())
+    offers = pool_offers(build_plan(config))
+    h20_offer = next(o for o in offers if o.pool == "h20")
+    assert [(r.resource, r.slots_per_gpu, r.replicas) for r in h20_offer.resources] == [
+        ("nvidia.com/gpu", 7, 1)
+    ]
+    assert h20_offer.shared("nvidia.com/gpu") is False
+    assert workload_fit.judge(_deployment("h20", {"limits": {"nvidia.com/gpu": 2}}), offers) == []
