@@ -125,3 +125,18 @@ def test_one_exit_code_per_class_of_input(
         assert (out, err) == ("", f"FILE: a binary file (NUL byte at offset {text.index(NUL)}), not text\n")
     else:
         assert out.count("FILE") >= 1 and "invalid" in out
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_a_file_nested_beyond_what_is_checked_is_no_verdict_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str
+) -> None:
+    """300 nested flow lists: go-yaml would read them (it allows 10000 levels), this checker follows fewer,
+    so neither validator says valid or invalid: an error on stderr and exit 2, not 1 (bad content)."""
+    text = "version: v1\nmig-configs:\n  x: " + "[" * 300 + "]" * 300 + "\n"
+    got, out, err = validate(tmp_path, kind, text, capsys)
+    assert (got, out) == (2, "")
+    assert (
+        err
+        == "FILE: error: nested too deeply to check (go-yaml allows 10000 levels; this checker follows fewer)\n"
+    )

@@ -558,3 +558,35 @@ def test_single_strategy_mig_instances_are_whole_slots_none_shared() -> None:
     ]
     assert h20_offer.shared("nvidia.com/gpu") is False
     assert workload_fit.judge(_deployment("h20", {"limits": {"nvidia.com/gpu": 2}}), offers) == []
+
+
+@pytest.mark.parametrize(
+    ("expression", "known"),
+    [
+        ({"key": "gpushare.io/pool", "operator": "In", "values": ["l20"]}, True),
+        ({"key": 7, "operator": "In", "values": ["l20"]}, False),  # a key that is no label name
+        ({"key": "gpushare.io/pool", "operator": 7, "values": ["l20"]}, False),
+        ({"key": "gpushare.io/pool", "operator": "In", "values": "l20"}, False),  # values not a list
+    ],
+    ids=["well-formed", "key-not-a-string", "operator-not-a-string", "values-not-a-list"],
+)
+def test_a_node_affinity_expression_of_the_wrong_shape_leaves_the_placement_unknown(
+    expression: dict[str, Any], known: bool
+) -> None:
+    """A requirement the API server would refuse is not guessed at: the workload's placement is unknown
+    (not judged), never a requirement built from whatever the fields hold."""
+    spec = {
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [{"matchExpressions": [expression]}]
+                }
+            }
+        }
+    }
+    placement = workload_fit.placement_of(spec)
+    if known:
+        assert placement is not None
+        assert placement.terms == ((("gpushare.io/pool", "In", ("l20",)),),)
+    else:
+        assert placement is None
