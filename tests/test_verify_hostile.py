@@ -248,6 +248,16 @@ def test_a_server_dripping_its_headers_meets_the_hard_stop(
     assert seconds < BOUND_SECONDS
 
 
+def test_a_request_with_under_a_second_left_is_still_read(
+    server: FakeApiServer, kubeconfig: Path, prod: list[Obj], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A deadline is spent at 0 s left, not before: with 0.95 s for each whole answer, the loopback server's
+    prompt answers are all read and the healthy prod cluster checks clean."""
+    monkeypatch.setattr(cluster_reader, "REQUEST_SECONDS", 0.95)
+    code, out, err, _ = run(server, kubeconfig, prod, "--json")
+    assert (code, err, checks(json.loads(out))) == (0, "", [])
+
+
 def test_the_whole_run_has_a_deadline(
     server: FakeApiServer, kubeconfig: Path, prod: list[Obj], monkeypatch: pytest.MonkeyPatch
 ) -> None:

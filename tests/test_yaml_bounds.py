@@ -75,6 +75,15 @@ def test_brackets_in_quotes_and_comments_are_not_nesting() -> None:
         check_flow_depth("a: " + "[" * 201)
 
 
+def test_an_escaped_backslash_before_the_closing_quote_ends_the_scalar() -> None:
+    # "x\\" is the two characters x and a backslash: the second backslash is escaped, so the quote after it
+    # closes the scalar, and the 201 brackets on the next line are nesting (one level past what is followed).
+    # Skipping one character too many after an escape would swallow that quote and call them text.
+    with pytest.raises(YamlTooDeepError):
+        check_flow_depth('a: "x\\\\"\nb: ' + "[" * 201 + "]" * 201 + "\n")
+    check_flow_depth('a: "x\\\\"\nb: ' + "[" * 200 + "]" * 200 + "\n")
+
+
 def test_a_doubled_quote_keeps_a_single_quoted_scalar_open() -> None:
     # YAML writes a ' inside a single-quoted scalar as ''; the 300 brackets after it are still text. Were
     # the scalar taken as closed at the first ', the second could not reopen it (a quote opens a scalar
