@@ -112,7 +112,21 @@ def test_catalog_table_lists_every_model() -> None:
 def test_tune_json() -> None:
     code, text = run(["tune", "--gpu", "L20", "--measured-mib", "4621", "--json"])
     assert code == 0
-    assert json.loads(text)["replicas"] == 8
+    # The seed's L20: floor(0.9 x 46068 / 4621) = floor(8.97) = 8 replicas; 8 x 4621 / 46068 = 0.8025 of the
+    # memory; each slot's share 46068 / 8 = 5758.5 MiB, 1137.5 above the measured 4621. Printed as the other
+    # --json outputs are: two-space indents, keys in this order, one newline at the end.
+    expected = {
+        "gpu": "L20",
+        "migProfile": None,
+        "memoryMiB": 46068,
+        "measuredMiB": 4621,
+        "ceiling": 0.9,
+        "replicas": 8,
+        "shared": True,
+        "utilization": 0.8025,
+        "headroomMiBPerSlot": 1137.5,
+    }
+    assert text == json.dumps(expected, indent=2) + "\n"
 
 
 def test_tune_from_nvidia_smi_output(project_dir: Path) -> None:

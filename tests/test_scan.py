@@ -184,3 +184,14 @@ def test_nothing_of_gpushares_to_scan_exits_0_without_running_checkov(
         f"not scanned: {patch.name}: server-side apply patch: a partial object of TKE's DaemonSet\n"
         f"{tmp_path}: no gpushare object to scan\n"
     )
+
+
+def test_a_manifests_folder_that_is_not_there_exits_2_before_checkov(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    calls: list[list[str]] = []
+    checkov_giving(monkeypatch, "{}", calls)
+    missing = tmp_path / "out" / "prod" / "manifests"
+    assert scan.main([str(missing)]) == 2  # an input that cannot be read (errors.py's convention)
+    assert calls == []
+    assert capsys.readouterr().err == f"{missing}: no such folder (run `make render STACK=...` first)\n"
