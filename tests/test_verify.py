@@ -293,6 +293,22 @@ def test_tke_daemonset_fully_reverted_lists_every_field(
         assert field in message
 
 
+def test_tke_daemonset_whose_config_volume_names_another_config_map(
+    server: FakeApiServer, kubeconfig: Path, prod: list[Obj]
+) -> None:
+    # The volume keeps gpushare's name but mounts someone else's ConfigMap: the file the plugin reads is
+    # not the planned one, so the volume alone is listed.
+    tke = find(prod, "DaemonSet", TKE_DS)
+    volume = next(v for v in tke["spec"]["template"]["spec"]["volumes"] if v["name"] == "time-slicing-config")
+    volume["configMap"]["name"] = "someone-elses-config"
+    code, report = verify(server, kubeconfig, prod)
+    assert (code, checks(report)) == (1, ["managed-plugin-drift"])
+    assert finding(report, "managed-plugin-drift")["message"] == (
+        "TKE's DaemonSet no longer has what gpushare's adopt patch set: volume time-slicing-config (ConfigMap "
+        "time-slicing-config). TKE reconciled it back; `pulumi up` re-applies the patch"
+    )
+
+
 def test_plugin_crash_looping_on_a_directory_config_file(
     server: FakeApiServer, kubeconfig: Path, prod: list[Obj]
 ) -> None:
