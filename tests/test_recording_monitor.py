@@ -19,7 +19,9 @@ from gpushare.offline.echo_mocks import Mocks
 from gpushare.offline.mock_run import run_program
 
 
-def test_a_read_asked_to_be_protected_is_recorded_read_and_unprotected(tmp_path: Path) -> None:
+def test_a_read_asked_to_be_protected_or_retained_is_recorded_read_unprotected_and_not_retained(
+    tmp_path: Path,
+) -> None:
     (tmp_path / "Pulumi.yaml").write_text("name: scratch\nruntime: python\n")
     (tmp_path / "__main__.py").write_text(
         textwrap.dedent(
@@ -28,12 +30,14 @@ def test_a_read_asked_to_be_protected_is_recorded_read_and_unprotected(tmp_path:
             import pulumi_kubernetes as k8s
 
             k8s.core.v1.ConfigMap.get(
-                "existing", "kube-system/existing", opts=pulumi.ResourceOptions(protect=True)
+                "existing",
+                "kube-system/existing",
+                opts=pulumi.ResourceOptions(protect=True, retain_on_delete=True),
             )
             k8s.core.v1.ConfigMap(
                 "owned",
                 metadata={"name": "owned", "namespace": "kube-system"},
-                opts=pulumi.ResourceOptions(protect=True),
+                opts=pulumi.ResourceOptions(protect=True, retain_on_delete=True),
             )
             """
         )
@@ -43,6 +47,8 @@ def test_a_read_asked_to_be_protected_is_recorded_read_and_unprotected(tmp_path:
     owned = run.resource("kubernetes:core/v1:ConfigMap", "owned")
     assert (read.external, read.protect, read.id) == (True, False, "kube-system/existing")
     assert (owned.external, owned.protect, owned.id) == (False, True, "owned_id")
+    # A read is never deleted (ReadResource carries no retainOnDelete): only the registration keeps it.
+    assert (read.retain_on_delete, owned.retain_on_delete) == (False, True)
 
 
 class _ReadIdMocks(Mocks):

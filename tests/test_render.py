@@ -95,6 +95,11 @@ def test_every_stack_renders_consistent_files(rendered: dict[str, RenderResult],
     }
     assert json.loads(read(result, "outputs.json")) == result.outputs
     assert json.loads(read(result, "capacity.json")) == result.outputs["capacity"]
+    # Each JSON file in one canonical form, keys sorted at every level and non-ASCII kept, so two renders
+    # of the same stack are byte-identical and a review's diff shows only what changed.
+    for name in ("resources.json", "outputs.json", "capacity.json"):
+        text = read(result, name)
+        assert text == json.dumps(json.loads(text), indent=2, sort_keys=True, ensure_ascii=False) + "\n", name
 
     manifests = [f for f in result.files if f.startswith("manifests/") and not f.endswith(".values.yaml")]
     # Every stack writes its plugin: objects, or (helm with optOut, nothing else in Kubernetes) a values file.

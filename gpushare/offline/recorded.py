@@ -89,10 +89,11 @@ class RecordedResource:
     plugin_download_url: str = ""
     """Where the engine may download that provider plugin from (`pluginDownloadURL`); "" if not given."""
     aliases: list[dict[str, Any]] = field(default_factory=list)
-    retain_on_delete: bool = False
-    """The `retain_on_delete` option: deleting the resource in Pulumi leaves the object as it is."""
     """Former identities the engine matches against the state: `{"spec": {"type": ...}}` (alias specs) or
     `{"urn": ...}`, as the request carries them."""
+    retain_on_delete: bool = False
+    """The `retain_on_delete` option: deleting the resource in Pulumi leaves the object as it is (never set
+    on a read: ReadResource carries no such option)."""
 
 
 @dataclass(frozen=True)
