@@ -425,8 +425,11 @@ class Pool(_Model):
 
     @property
     def gpus_per_node_effective(self) -> int:
+        if self.gpus_per_node is not None:
+            return self.gpus_per_node
         known = catalog.instance_type(self.instance_type)
-        return self.gpus_per_node or (known.gpus_per_node if known else 1)
+        assert known is not None, "_consistent requires gpusPerNode for a type the catalog lacks"
+        return known.gpus_per_node
 
     @property
     def config_key(self) -> str:
