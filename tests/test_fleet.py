@@ -119,6 +119,16 @@ def test_candidate_fields_are_typed_as_written(candidate: str, key: str | None, 
     assert message in caught.value.message
 
 
+def test_candidate_keys_may_be_written_as_their_python_names_as_in_the_stack_file() -> None:
+    # The stack file's pools take `measured_mib` for `measuredMiB` (gpushare/stack/fields.py); a fleet file
+    # is read the same way, so `instance_type` and `gpus_per_node` name the same fields, not unknown keys.
+    services = "services: [{name: a, measuredMiB: 4621, replicas: 1}]\n"
+    camel = parse_fleet(services + "candidates: [{gpu: H20, instanceType: HX.TWO, gpusPerNode: 2}]\n", "f")
+    snake = parse_fleet(services + "candidates: [{gpu: H20, instance_type: HX.TWO, gpus_per_node: 2}]\n", "f")
+    assert snake == camel
+    assert (snake.candidates[0].instance_type, snake.candidates[0].per_node) == ("HX.TWO", 2)
+
+
 def test_candidate_validation_names_the_type_or_the_count() -> None:
     with pytest.raises(ValueError, match=r"gpusPerNode: PNV6\.16XLARGE640 has 4 GPU\(s\) per node"):
         Candidate.model_validate({"gpu": "H20", "instanceType": "PNV6.16XLARGE640", "gpusPerNode": 8})

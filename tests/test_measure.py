@@ -83,7 +83,10 @@ def measure(
     out = io.StringIO()
     code = cli_main.main(args, out=out)
     assert server.writes == [], "measure sent a write request"
-    return code, json.loads(out.getvalue())
+    text = out.getvalue()
+    # Printed as every --json output is: two-space indents, one newline at the end.
+    assert text == json.dumps(json.loads(text), indent=2) + "\n"
+    return code, json.loads(text)
 
 
 def rows(report: dict[str, Any]) -> list[tuple[Any, ...]]:

@@ -27,9 +27,11 @@ from test_policies import (
 )
 
 from gpushare import kube_names
+from gpushare.resource_types import HELM_RELEASE
 from gpushare_policies import rules
 from gpushare_policies.config_files import RESTRUCTURED_IN
-from gpushare_policies.workloads import TKE_DAEMON_SET
+from gpushare_policies.props import Resource
+from gpushare_policies.workloads import TKE_DAEMON_SET, helm_plugin
 
 __all__ = ["_isolated_environment", "prod", "staging"]  # fixtures used by name below
 
@@ -351,3 +353,37 @@ def test_a_release_with_an_empty_config_map_has_no_config_to_judge(staging: Prog
     release = copy.deepcopy(staging.get(RELEASE))
     release.props["values"]["config"]["map"] = {}
     assert messages_of("config-key-exists", staging.but(release)) == []
+
+
+def test_the_charts_top_level_values_become_the_flags_that_beat_the_file() -> None:
+    """Chart 0.17.1's daemonset-device-plugin.yml passes each set value as an env var (FAIL_ON_INIT_ERROR,
+    MOFED_ENABLED, DEVICE_DISCOVERY_STRATEGY, ...) and MPS_ROOT from mps.root always (values.yaml:
+    /run/nvidia/mps). Booleans count in the provider's shapes only (true, "false"); `gdrcopyEnabled` is
+    0.20.0's and not passed by this chart; a string list keeps its strings."""
+    values = {
+        "migStrategy": "mixed",
+        "failOnInitError": True,
+        "mofedEnabled": "false",
+        "gdsEnabled": "yes",  # not a boolean the provider sends: no verdict, so not counted
+        "deviceListStrategy": ["envvar", 3],
+        "deviceIDStrategy": "index",
+        "deviceDiscoveryStrategy": "nvml",
+        "gdrcopyEnabled": True,
+    }
+    release = Resource(
+        HELM_RELEASE,
+        "urn:pulumi:dev::gpushare::kubernetes:helm.sh/v3:Release::plugin",
+        "plugin",
+        {"chart": "nvidia-device-plugin", "version": "0.17.1", "namespace": "nvidia", "values": values},
+    )
+    plugin = helm_plugin(release)
+    assert plugin is not None
+    assert plugin.overrides() == {
+        "migStrategy": "mixed",
+        "failOnInitError": True,
+        "deviceListStrategy": ("envvar",),
+        "deviceIDStrategy": "index",
+        "mofedEnabled": False,
+        "deviceDiscoveryStrategy": "nvml",
+        "mpsRoot": "/run/nvidia/mps",
+    }
