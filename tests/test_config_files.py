@@ -7,7 +7,7 @@ import pytest
 from test_policies import Program, Res, _isolated_environment, messages_of, prod, with_data
 
 from gpushare import device_plugin
-from gpushare_policies.config_files import image_version, parse_version
+from gpushare_policies.config_files import asks_for_mps, image_version, parse_version
 
 __all__ = ["_isolated_environment", "prod"]  # fixtures used by name below
 
@@ -56,3 +56,21 @@ def test_a_refused_file_without_fail_requests_greater_than_one_is_still_flagged(
     # The near miss: the same refused file saying it.
     with_flag = _l20_time_slicing(prod, "    failRequestsGreaterThanOne: true\n")
     assert messages_of("fail-requests-greater-than-one", [with_flag]) == []
+
+
+@pytest.mark.parametrize(
+    ("content", "asks"),
+    [
+        (
+            "version: v1\nsharing:\n  mps:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 4\n",
+            True,
+        ),
+        ("version: v1\nsharing:\n  timeSlicing:\n    resources: []\n", False),
+        ("version: v1\nsharing:\n  mps: 4\n", False),  # not a section
+        ("version: v1\nsharing: [\n", False),  # not YAML: it asks for nothing (the parse rules report it)
+        ("", False),
+    ],
+    ids=["mps", "time-slicing", "mps-not-a-mapping", "not-yaml", "empty"],
+)
+def test_a_file_asks_for_mps_only_with_an_mps_section(content: str, asks: bool) -> None:
+    assert asks_for_mps(content) is asks

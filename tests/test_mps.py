@@ -98,6 +98,10 @@ def test_client_limit_boundaries() -> None:
     assert mps.client_limit_problem(46068, 8, 5182, 0.9) is None
     assert mps.client_limit_problem(46068, 8, 5183, 0.9) is not None
     assert mps.client_memory_limit_mib(15360, 3) == 5120  # T4 at the seed's 4401 MiB: 3 replicas
+    # The degenerate counts: one client gets the whole card; none is refused, not a division by zero.
+    assert mps.client_memory_limit_mib(15360, 1) == 15360
+    with pytest.raises(ValueError, match="replicas must be >= 1, got 0"):
+        mps.client_memory_limit_mib(15360, 0)
 
 
 def test_every_catalog_gpu_of_the_seed_supports_mps() -> None:
