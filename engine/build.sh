@@ -47,6 +47,7 @@ build pulumi "$PULUMI_VERSION" pulumi github.com/pulumi/pulumi/pkg/v3/cmd/pulumi
 host_stamp="$PULUMI_VERSION+$(cat engine/python-language-host/main.go engine/python-language-host/go.mod | sha256sum | cut -c1-12)"
 build pulumi-language-python "$host_stamp" python-language-host . "-X main.version=$PULUMI_VERSION"
 if wanted pulumi-language-python; then
+    (cd engine/python-language-host && go mod download github.com/pulumi/pulumi/sdk/v3)
     sdk_dir=$(go list -C engine/python-language-host -m -f '{{.Dir}}' github.com/pulumi/pulumi/sdk/v3)
     install -m 0755 "$sdk_dir/python/cmd/pulumi-language-python-exec" "$BIN/pulumi-language-python-exec"
 fi
@@ -62,7 +63,14 @@ build pulumi-resource-tencentcloud "$standin_stamp" tencentcloud-provider . "-X 
 # it): engine/kubernetes-provider/main.go serves the provider, embedding what this writes as the
 # module's generate.go would (schema.json with the version set, both files compacted).
 if wanted pulumi-resource-kubernetes && ! up_to_date pulumi-resource-kubernetes "$KUBERNETES_PROVIDER_MODULE_VERSION"; then
+    # `go list -m -f {{.Dir}}` prints nothing for a module not yet in GOMODCACHE (a new machine's cold
+    # cache): download it first, which is a no-op when it is there.
+    (cd engine/kubernetes-provider && go mod download github.com/pulumi/pulumi-kubernetes/provider/v4)
     provider_dir=$(go list -C engine/kubernetes-provider -m -f '{{.Dir}}' github.com/pulumi/pulumi-kubernetes/provider/v4)
+    if [[ -z "$provider_dir" ]]; then
+        echo "engine: github.com/pulumi/pulumi-kubernetes/provider/v4 is not in the module cache after go mod download" >&2
+        exit 1
+    fi
     python3 - "$provider_dir/cmd/pulumi-resource-kubernetes" engine/kubernetes-provider \
         "$KUBERNETES_PROVIDER_PLUGIN_VERSION" <<'PYTHON'
 import json, sys
