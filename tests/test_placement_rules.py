@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable
 
+import pytest
 from conftest import HELM_MIG
 from test_policies import Program, Res, _isolated_environment, program, stack_messages, staging, use_stack
 
@@ -125,52 +126,33 @@ def test_without_stack_config_tkes_patched_daemonset_beside_gpushares_own_still_
     ]
 
 
-def test_a_chart_release_after_a_disabled_one_is_still_judged(
-    staging: Program, use_stack: Callable[..., None]
+@pytest.mark.parametrize(
+    "first_values",
+    [
+        # Runs no plugin: skipped.
+        {"devicePlugin": {"enabled": False}},
+        # Its nodeSelector names no pool's label: blocked on no pool (it never meant to land there).
+        {"nodeSelector": {"example.com/pool": "cpu-only"}},
+    ],
+    ids=["disabled", "selector-skips-every-pool"],
+)
+def test_a_chart_release_after_one_that_is_not_judged_is_still_judged(
+    staging: Program, use_stack: Callable[..., None], first_values: dict[str, object]
 ) -> None:
-    """A second release of the chart with `devicePlugin.enabled: false` runs no plugin and is skipped; the
-    enabled release after it still schedules on no H20 or L20 node once the pools lose
-    nvidia.com/gpu.present=true (no NFD in this stack), as in the stack without the disabled release."""
+    """A first release of the chart the rule passes over does not end the check: the release after it
+    still schedules on no H20 or L20 node once the pools lose nvidia.com/gpu.present=true (no NFD in this
+    stack), as in the stack without the first release."""
     use_stack(HELM_MIG)
     unlabelled = copy.deepcopy(staging.resources)
     for res in unlabelled:
         res.props.get("labels", {}).pop(kube_names.LABEL_GPU_PRESENT, None)
     release = next(r for r in unlabelled if r.name == "gpushare-device-plugin-release")
-    disabled = copy.deepcopy(release)
-    disabled.name = "other-device-plugin-release"
-    disabled.props["name"] = "other-device-plugin"
-    disabled.props["values"]["devicePlugin"] = {"enabled": False}
+    first = copy.deepcopy(release)
+    first.name = "other-device-plugin-release"
+    first.props["name"] = "other-device-plugin"
+    first.props["values"].update(first_values)
     schedulable = rules.POLICIES_BY_NAME["helm-plugin-schedulable"]
-    found = stack_messages(schedulable, [disabled, *unlabelled])  # type: ignore[arg-type]
-    assert found == [
-        (
-            "Helm release nvidia-device-plugin/nvidia-device-plugin (chart nvidia-device-plugin 0.17.1) "
-            "schedules on no node of pool(s) h20, l20 (on no GPU pool at all): chart >= 0.15 requires NFD's "
-            "NVIDIA PCI label or nvidia.com/gpu.present=true on the node, and there is no "
-            "node-feature-discovery (gfd.enabled / nfd.enabled, or sharing.devicePlugin.nfdPresent). Label "
-            "the pools nvidia.com/gpu.present=true or enable GFD.",
-            release.urn,
-        )
-    ]
-
-
-def test_a_chart_release_after_one_whose_selector_skips_every_pool_is_still_judged(
-    staging: Program, use_stack: Callable[..., None]
-) -> None:
-    """A first release whose nodeSelector names no pool's label is blocked on no pool (it never meant to
-    land there); the release after it still schedules on no H20 or L20 node once the pools lose
-    nvidia.com/gpu.present=true, as in the stack without the first one."""
-    use_stack(HELM_MIG)
-    unlabelled = copy.deepcopy(staging.resources)
-    for res in unlabelled:
-        res.props.get("labels", {}).pop(kube_names.LABEL_GPU_PRESENT, None)
-    release = next(r for r in unlabelled if r.name == "gpushare-device-plugin-release")
-    elsewhere = copy.deepcopy(release)
-    elsewhere.name = "other-device-plugin-release"
-    elsewhere.props["name"] = "other-device-plugin"
-    elsewhere.props["values"]["nodeSelector"] = {"example.com/pool": "cpu-only"}
-    schedulable = rules.POLICIES_BY_NAME["helm-plugin-schedulable"]
-    found = stack_messages(schedulable, [elsewhere, *unlabelled])  # type: ignore[arg-type]
+    found = stack_messages(schedulable, [first, *unlabelled])  # type: ignore[arg-type]
     assert found == [
         (
             "Helm release nvidia-device-plugin/nvidia-device-plugin (chart nvidia-device-plugin 0.17.1) "

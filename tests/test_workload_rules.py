@@ -38,7 +38,7 @@ from gpushare.pool_offers import (
     pool_offers,
 )
 from gpushare.stack.loading import from_config_values, load_stack
-from gpushare.stack.model import PoolSharing
+from gpushare.stack.model import PoolSharing, StackConfig
 from gpushare_policies import rules
 
 __all__ = ["_isolated_environment", "use_stack"]  # fixtures used by name
@@ -258,12 +258,31 @@ def test_a_misspelt_plan_key_is_reported(plan_config: dict[str, Any]) -> None:
 # What each pool mode offers
 
 
-def _offers(stack: str, edit: Any = None) -> dict[str, list[tuple[str, int, int]]]:
+def _edited_stack(stack: str, edit: Any = None) -> StackConfig:
+    """The repository's stack `stack`, its config document changed by `edit` first, as the loader reads it."""
     document = yaml.safe_load((PROJECT_DIR / f"Pulumi.{stack}.yaml").read_text())["config"]
     if edit is not None:
         edit(document)
     values = {k if ":" in k else f"gpushare:{k}": v for k, v in document.items()}
-    config = from_config_values(values, stack=stack, source=f"Pulumi.{stack}.yaml", secret_keys=set())
+    return from_config_values(values, stack=stack, source=f"Pulumi.{stack}.yaml", secret_keys=set())
+
+
+def _staging_h20(layout: dict[str, int], layout_name: str, measured_mib: int | None) -> StackConfig:
+    """Staging with its H20 pool cut into `layout`, time-sliced at `measured_mib`, or not at all (None)."""
+
+    def edit(document: dict[str, Any]) -> None:
+        h20 = document["gpushare:pools"][0]["sharing"]
+        h20.update(migLayout=layout, layoutName=layout_name)
+        if measured_mib is None:
+            del h20["timeSlicing"]
+        else:
+            h20["timeSlicing"]["measuredMiB"] = measured_mib
+
+    return _edited_stack("staging", edit)
+
+
+def _offers(stack: str, edit: Any = None) -> dict[str, list[tuple[str, int, int]]]:
+    config = _edited_stack(stack, edit)
     return {
         o.pool: [(r.resource, r.slots_per_gpu, r.budget_mib) for r in o.resources]
         for o in pool_offers(build_plan(config))
@@ -486,12 +505,7 @@ def test_only_a_time_sliced_profile_refuses_two_in_a_container() -> None:
     1g.12gb floor(0.9 x 11264 / 6000) = floor(1.69) = 1 replica of 1 instance, so 1 slot a GPU and not
     time-sliced; 2g.24gb (22138 MiB) floor(0.9 x 22138 / 6000) = floor(3.32) = 3 replicas x 3 instances =
     9. Two 1g.12gb in one container are allowed; two 2g.24gb are refused at admission."""
-    document = yaml.safe_load((PROJECT_DIR / "Pulumi.staging.yaml").read_text())["config"]
-    h20 = document["gpushare:pools"][0]["sharing"]
-    h20.update(migLayout={"1g.12gb": 1, "2g.24gb": 3}, layoutName="h20-1x1g.12gb-3x2g.24gb")
-    h20["timeSlicing"]["measuredMiB"] = 6000
-    values = {k if ":" in k else f"gpushare:{k}": v for k, v in document.items()}
-    config = from_config_values(values, stack="staging", source="Pulumi.staging.yaml", secret_keys=set())
+    config = _staging_h20({"1g.12gb": 1, "2g.24gb": 3}, "h20-1x1g.12gb-3x2g.24gb", 6000)
     offers = pool_offers(build_plan(config))
     assert [(r.resource, r.slots_per_gpu) for r in next(o for o in offers if o.pool == "h20").resources] == [
         ("nvidia.com/mig-1g.12gb", 1),
@@ -515,12 +529,7 @@ def test_unreplicated_mig_instances_are_many_slots_and_none_shared() -> None:
     of each instance, so 7 slots a GPU and none of them a replica: the plugin writes no
     failRequestsGreaterThanOne for them and takes two in one container. Counting slots per GPU as sharing
     (before `ResourceOffer.replicas`) refused that pod."""
-    document = yaml.safe_load((PROJECT_DIR / "Pulumi.staging.yaml").read_text())["config"]
-    h20 = document["gpushare:pools"][0]["sharing"]
-    h20.update(migLayout={"1g.12gb": 7}, layoutName="h20-7x1g.12gb")
-    h20["timeSlicing"]["measuredMiB"] = 6000
-    values = {k if ":" in k else f"gpushare:{k}": v for k, v in document.items()}
-    config = from_config_values(values, stack="staging", source="Pulumi.staging.yaml", secret_keys=set())
+    config = _staging_h20({"1g.12gb": 7}, "h20-7x1g.12gb", 6000)
     offers = pool_offers(build_plan(config))
     h20_offer = next(o for o in offers if o.pool == "h20")
     assert [(r.resource, r.slots_per_gpu, r.replicas) for r in h20_offer.resources] == [
@@ -545,12 +554,7 @@ def test_single_strategy_mig_instances_are_whole_slots_none_shared() -> None:
     """Staging's H20 as 7 x 1g.12gb, not time-sliced: one profile, so the single strategy advertises the 7
     instances as nvidia.com/gpu, 7 slots a GPU and each a whole instance (1 replica); the plugin takes two
     in one container, so no workload rule refuses that pod."""
-    document = yaml.safe_load((PROJECT_DIR / "Pulumi.staging.yaml").read_text())["config"]
-    h20 = document["gpushare:pools"][0]["sharing"]
-    h20.update(migLayout={"1g.12gb": 7}, layoutName="h20-7x1g.12gb")
-    del h20["timeSlicing"]
-    values = {k if ":" in k else f"gpushare:{k}": v for k, v in document.items()}
-    config = from_config_values(values, stack="staging", source="Pulumi.staging.yaml", secret_keys=set())
+    config = _staging_h20({"1g.12gb": 7}, "h20-7x1g.12gb", None)
     offers = pool_offers(build_plan(config))
     h20_offer = next(o for o in offers if o.pool == "h20")
     assert [(r.resource, r.slots_per_gpu, r.replicas) for r in h20_offer.resources] == [
