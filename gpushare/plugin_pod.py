@@ -7,6 +7,9 @@ from __future__ import annotations
 
 from gpushare import kube_names
 
+# NVIDIA's plugin image repository: the device-plugin chart's default `image.repository` (values.yaml of the
+# pinned 0.17.1) and what the program runs when no image is given outside TKE's v0.14.5.
+NVIDIA_PLUGIN_REPOSITORY = "nvcr.io/nvidia/k8s-device-plugin"
 COMMAND = ("nvidia-device-plugin",)
 # `--mig-strategy` is deliberately absent: a CLI flag beats the config file (seed: `--mig-strategy=single`
 # silently overrode `migStrategy: none`), so each pool's file alone decides its strategy.

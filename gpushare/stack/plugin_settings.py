@@ -11,7 +11,7 @@ from pydantic import (
     model_validator,
 )
 
-from gpushare import kube_names
+from gpushare import kube_names, plugin_pod
 from gpushare.stack import kube_syntax
 from gpushare.stack.fields import _at, _match_dns_label, _match_runtime_class, _Model, _syntax
 
@@ -200,7 +200,7 @@ class DevicePlugin(_Model):
             return self.image
         if self.mode == "daemonsets" and self.plugin_version == "0.14.5":
             return TKE_PLUGIN_IMAGE
-        return f"nvcr.io/nvidia/k8s-device-plugin:v{self.plugin_version}"
+        return f"{plugin_pod.NVIDIA_PLUGIN_REPOSITORY}:v{self.plugin_version}"
 
     @property
     def node_feature_discovery(self) -> bool:

@@ -59,8 +59,6 @@ OPERATOR_DEFAULT_MIG_STRATEGY: Final = "single"
 _DEVICE_PLUGIN_IMAGE = re.compile(r"(^|/)(k8s|nvidia)-device-plugin([:@]|$)")
 # NFD's label for an NVIDIA PCI device (vendor 10de); the chart's default affinity accepts it.
 NFD_NVIDIA_PCI_LABEL: Final = "feature.node.kubernetes.io/pci-10de.present"
-# The device-plugin chart's default `image.repository` (values.yaml of 0.17.1, the pinned chart).
-_CHART_DEFAULT_IMAGE_REPOSITORY: Final = "nvcr.io/nvidia/k8s-device-plugin"
 _CHART_DEFAULT_AFFINITY_LABELS: Final = (
     (NFD_NVIDIA_PCI_LABEL, "true"),
     ("feature.node.kubernetes.io/cpu-model.vendor_id", "NVIDIA"),
@@ -655,7 +653,7 @@ class HelmPlugin:
             tag = f"v{chart_version.removeprefix('v')}" if chart_version and self.version else None
         if not isinstance(tag, str):
             return None
-        return f"{text(repository) or _CHART_DEFAULT_IMAGE_REPOSITORY}:{tag}"
+        return f"{text(repository) or plugin_pod.NVIDIA_PLUGIN_REPOSITORY}:{tag}"
 
     def config_map_name(self) -> str | None:
         """An external ConfigMap (`config.name`) instead of the chart-built one; the operator's chart
